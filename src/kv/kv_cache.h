@@ -1,0 +1,79 @@
+// The interface between the model and its KV cache. The model hands over keys before RoPE and
+// queries after RoPE; the cache decides how keys and values are stored (fp16, quantized, evicted)
+// and computes attention over whatever it holds. The model code never changes with the policy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/rope.h"
+#include "util/thread_pool.h"
+
+namespace qevict {
+
+struct KvGeometry {
+  int n_layers = 0;
+  int n_heads = 0;     // query heads
+  int n_kv_heads = 0;  // key/value heads (GQA: n_heads % n_kv_heads == 0)
+  int head_dim = 0;
+  int64_t max_tokens = 0;  // tokens the cache must be able to receive in one run (context size)
+
+  // Bytes one token occupies in an fp16 cache: K and V, all layers and KV heads.
+  int64_t fp16_bytes_per_token() const {
+    return int64_t{2} * n_layers * n_kv_heads * head_dim * 2;
+  }
+};
+
+// What the batch that just went through every layer was.
+enum class BatchKind {
+  kPromptChunk,  // part of a prompt, more prompt follows
+  kPromptEnd,    // the last chunk of a prompt (or a user turn): generation starts next
+  kGenerated,    // one generated token
+};
+
+// Per-tier accounting; bytes are what the cache's allocator actually holds.
+struct KvStats {
+  int64_t tokens_seen = 0;      // tokens stored since the run began
+  int64_t tokens_resident = 0;  // tokens attended now (fp16 + quantized)
+  int64_t fp16_bytes = 0;       // fp16 tier, including sinks and the recent region
+  int64_t quant_bytes = 0;      // codes + scales + zeros of quantized windows
+  int64_t meta_bytes = 0;       // per-window bookkeeping charged to the budget
+  int64_t cold_bytes = 0;       // exact-recovery cold store (outside the budget, reported)
+  int64_t peak_bytes = 0;       // max of resident bytes over the run
+  int64_t budget_bytes = -1;    // -1 when unlimited
+  int64_t full_fp16_bytes = 0;  // what an fp16 cache of tokens_seen tokens would hold
+  int64_t fp16_windows = 0, quant_windows = 0, evicted_windows = 0;
+  int64_t promotions = 0, demotions = 0, evictions = 0;
+  int64_t routing_steps = 0;
+  bool infeasible = false;  // the policy cannot meet the budget (kivi); explained in `note`
+  std::string note;
+
+  int64_t resident_bytes() const { return fp16_bytes + quant_bytes + meta_bytes; }
+};
+
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+
+  // Before the first token of a run: the budget is a fraction of the fp16 bytes of
+  // prompt_tokens + max_new_tokens (docs/qevict-spec.md, "Budget").
+  virtual void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) = 0;
+
+  // Stores n new tokens of one layer. k is before RoPE, v as is; both [n][n_kv_heads][head_dim]
+  // fp32. pos[i] are absolute positions, strictly increasing across calls.
+  virtual void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) = 0;
+
+  // Attention of n queries of one layer over the stored tokens whose position is <= the query's
+  // position (causal). q: [n][n_heads][head_dim] fp32 with RoPE applied; out: same shape.
+  virtual void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
+                      ThreadPool& pool) = 0;
+
+  // After a batch has gone through every layer; tiered caches score and route here.
+  virtual void EndBatch(BatchKind kind, ThreadPool& pool) = 0;
+
+  virtual KvStats Stats() const = 0;
+  virtual const KvGeometry& geometry() const = 0;
+  virtual int64_t n_tokens() const = 0;  // tokens stored so far in this run
+};
+
+}  // namespace qevict
