@@ -1,0 +1,87 @@
+#include "kv/full_cache.h"
+
+#include "kv/grouped_attention.h"
+#include "kernels/attention.h"
+#include "util/error.h"
+
+namespace qevict {
+
+FullCache::FullCache(const KvGeometry& geometry, const Rope& rope)
+    : geo_(geometry), rope_(rope), count_(geometry.n_layers, 0) {
+  QEVICT_CHECK(geo_.n_layers > 0 && geo_.n_kv_heads > 0 && geo_.head_dim > 0 &&
+               geo_.max_tokens > 0 && geo_.n_heads % geo_.n_kv_heads == 0);
+  const size_t elems = static_cast<size_t>(geo_.n_layers) * geo_.n_kv_heads * geo_.max_tokens *
+                       geo_.head_dim;
+  // new[] without value-initialization: the kernel maps pages only when tokens are written.
+  k_.reset(new uint16_t[elems]);
+  v_.reset(new uint16_t[elems]);
+  pos_.resize(geo_.max_tokens);
+}
+
+void FullCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  std::fill(count_.begin(), count_.end(), 0);
+  peak_tokens_ = 0;
+}
+
+uint16_t* FullCache::k_row(int layer, int head, int64_t index) const {
+  return k_.get() +
+         ((static_cast<int64_t>(layer) * geo_.n_kv_heads + head) * geo_.max_tokens + index) *
+             geo_.head_dim;
+}
+
+uint16_t* FullCache::v_row(int layer, int head, int64_t index) const {
+  return v_.get() +
+         ((static_cast<int64_t>(layer) * geo_.n_kv_heads + head) * geo_.max_tokens + index) *
+             geo_.head_dim;
+}
+
+void FullCache::Store(int layer, int n, const int32_t* pos, const float* k, const float* v) {
+  const int64_t start = count_[layer];
+  if (start + n > geo_.max_tokens) {
+    throw Error("KV cache is full: " + std::to_string(start + n) + " tokens exceed the context of " +
+                std::to_string(geo_.max_tokens));
+  }
+  const int hd = geo_.head_dim;
+  std::vector<float> rotated(static_cast<size_t>(geo_.n_kv_heads) * hd);
+  for (int i = 0; i < n; ++i) {
+    const float* ki = k + static_cast<int64_t>(i) * geo_.n_kv_heads * hd;
+    const float* vi = v + static_cast<int64_t>(i) * geo_.n_kv_heads * hd;
+    std::copy(ki, ki + rotated.size(), rotated.begin());
+    rope_.Apply(rotated.data(), geo_.n_kv_heads, hd, pos[i]);
+    for (int h = 0; h < geo_.n_kv_heads; ++h) {
+      Fp32ToFp16Row(rotated.data() + h * hd, k_row(layer, h, start + i), hd);
+      Fp32ToFp16Row(vi + h * hd, v_row(layer, h, start + i), hd);
+    }
+    if (layer == 0) pos_[start + i] = pos[i];
+  }
+  count_[layer] = start + n;
+  peak_tokens_ = std::max(peak_tokens_, count_[layer]);
+}
+
+void FullCache::Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
+                       ThreadPool& pool) {
+  const int64_t stored = count_[layer];
+  GroupedAttention(geo_, n, pos, q, out, pool, pos_.data(), stored,
+                   [&](int head, int64_t begin, int64_t end, const float* qg, int n_q, float* scores,
+                       int64_t ld, float scale) {
+                     ScoreFp16Keys(qg, n_q, k_row(layer, head, begin), geo_.head_dim, end - begin,
+                                   geo_.head_dim, scale, scores, ld);
+                   },
+                   [&](int head, int64_t begin, int64_t end, const float* p, int n_q, int64_t ld,
+                       float* acc) {
+                     AccumulateFp16Values(p, n_q, ld, v_row(layer, head, begin), geo_.head_dim,
+                                          end - begin, geo_.head_dim, acc);
+                   });
+}
+
+KvStats FullCache::Stats() const {
+  KvStats s;
+  s.tokens_seen = count_.back();
+  s.tokens_resident = count_.back();
+  s.fp16_bytes = count_.back() * geo_.fp16_bytes_per_token();
+  s.peak_bytes = peak_tokens_ * geo_.fp16_bytes_per_token();
+  s.full_fp16_bytes = s.fp16_bytes;
+  return s;
+}
+
+}  // namespace qevict

@@ -1,0 +1,39 @@
+// The `full` policy: every token's keys (after RoPE) and values in fp16, preallocated for the
+// run's context. Pages are touched only as tokens arrive, so resident memory grows with use.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kv/kv_cache.h"
+
+namespace qevict {
+
+class FullCache : public KvCache {
+ public:
+  FullCache(const KvGeometry& geometry, const Rope& rope);
+
+  void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) override;
+  void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) override;
+  void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
+              ThreadPool& pool) override;
+  void EndBatch(BatchKind kind, ThreadPool& pool) override {}
+  KvStats Stats() const override;
+  const KvGeometry& geometry() const override { return geo_; }
+  int64_t n_tokens() const override { return count_.back(); }
+
+ private:
+  uint16_t* k_row(int layer, int head, int64_t index) const;
+  uint16_t* v_row(int layer, int head, int64_t index) const;
+
+  KvGeometry geo_;
+  const Rope& rope_;
+  // [n_layers][n_kv_heads][max_tokens][head_dim] fp16; K holds keys after RoPE.
+  std::unique_ptr<uint16_t[]> k_;
+  std::unique_ptr<uint16_t[]> v_;
+  std::vector<int32_t> pos_;     // [max_tokens] position of each stored token (all layers agree)
+  std::vector<int64_t> count_;   // [n_layers] tokens stored per layer
+  int64_t peak_tokens_ = 0;
+};
+
+}  // namespace qevict

@@ -1,0 +1,104 @@
+// Causal grouped-query attention over a cache whose tokens are addressed by a storage index
+// (0..n_stored) with non-decreasing positions. The cache supplies two callbacks that work on a
+// contiguous index range of one KV head:
+//   score(head, begin, end, q_group, n_q, scores, ld, scale)  -> scores[qi*ld + j]
+//   accumulate(head, begin, end, probs, n_q, ld, acc)          -> acc[qi][d] += probs * V
+// Work is split over (query, KV head) pairs and, when there are too few of those for the threads
+// (decoding), over key ranges whose softmax partials are merged afterwards. No n x n matrix is
+// ever formed: scratch is one row of scores per query group.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kv/kv_cache.h"
+#include "util/thread_pool.h"
+
+namespace qevict {
+
+template <class ScoreFn, class AccumulateFn>
+void GroupedAttention(const KvGeometry& geo, int n, const int32_t* pos, const float* q,
+                      float* out, ThreadPool& pool, const int32_t* stored_pos, int64_t n_stored,
+                      ScoreFn&& score, AccumulateFn&& accumulate) {
+  const int n_kv = geo.n_kv_heads;
+  const int group = geo.n_heads / n_kv;
+  const int hd = geo.head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  std::vector<int64_t> visible(n);
+  int64_t max_visible = 0;
+  for (int i = 0; i < n; ++i) {
+    visible[i] = std::upper_bound(stored_pos, stored_pos + n_stored, pos[i]) - stored_pos;
+    max_visible = std::max(max_visible, visible[i]);
+  }
+
+  const int64_t pairs = static_cast<int64_t>(n) * n_kv;
+  const int64_t want_items = 4 * static_cast<int64_t>(pool.size());
+  int64_t splits = 1;
+  if (pairs < want_items) {
+    splits = std::min((want_items + pairs - 1) / pairs, std::max<int64_t>(1, max_visible / 256));
+  }
+  const int64_t items = pairs * splits;
+  const int64_t partial_floats = static_cast<int64_t>(group) * (hd + 2);
+  std::vector<float> partials(static_cast<size_t>(items * partial_floats));
+
+  pool.ParallelFor(items, 1, [&](int64_t first, int64_t last) {
+    thread_local std::vector<float> scores;
+    for (int64_t item = first; item < last; ++item) {
+      const int64_t s = item % splits;
+      const int64_t pair = item / splits;
+      const int h = static_cast<int>(pair % n_kv);
+      const int i = static_cast<int>(pair / n_kv);
+      const int64_t begin = visible[i] * s / splits;
+      const int64_t end = visible[i] * (s + 1) / splits;
+      float* part = partials.data() + item * partial_floats;
+      float* maxes = part;
+      float* sums = part + group;
+      float* acc = part + 2 * group;
+      std::fill(acc, acc + static_cast<int64_t>(group) * hd, 0.0f);
+      const int64_t m = end - begin;
+      if (m <= 0) {
+        std::fill(maxes, maxes + group, -INFINITY);
+        std::fill(sums, sums + group, 0.0f);
+        continue;
+      }
+      if (static_cast<int64_t>(scores.size()) < group * m) scores.resize(group * m);
+      const float* qg = q + (static_cast<int64_t>(i) * geo.n_heads + h * group) * hd;
+      score(h, begin, end, qg, group, scores.data(), m, scale);
+      for (int g = 0; g < group; ++g) {
+        maxes[g] = MaxOf(scores.data() + g * m, m);
+        sums[g] = ExpShiftSum(scores.data() + g * m, m, maxes[g]);
+      }
+      accumulate(h, begin, end, scores.data(), group, m, acc);
+    }
+  });
+
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    const int h = static_cast<int>(pair % n_kv);
+    const int i = static_cast<int>(pair / n_kv);
+    for (int g = 0; g < group; ++g) {
+      float* o = out + (static_cast<int64_t>(i) * geo.n_heads + h * group + g) * hd;
+      float global_max = -INFINITY;
+      for (int64_t s = 0; s < splits; ++s) {
+        global_max = std::max(global_max, partials[(pair * splits + s) * partial_floats + g]);
+      }
+      std::fill(o, o + hd, 0.0f);
+      float total = 0.0f;
+      for (int64_t s = 0; s < splits; ++s) {
+        const float* part = partials.data() + (pair * splits + s) * partial_floats;
+        if (part[group + g] == 0.0f) continue;
+        const float w = std::exp(part[g] - global_max);
+        total += part[group + g] * w;
+        const float* acc = part + 2 * group + static_cast<int64_t>(g) * hd;
+        for (int d = 0; d < hd; ++d) o[d] += w * acc[d];
+      }
+      const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+      for (int d = 0; d < hd; ++d) o[d] *= inv;
+    }
+  }
+}
+
+}  // namespace qevict
