@@ -1,0 +1,38 @@
+# qevict: the two commands that do everything on a fresh machine are `make demo` and `make test`.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+
+.PHONY: all setup build test test-asan demo bench clean format
+
+all: build
+
+setup:
+	@scripts/setup.sh all
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+# Unit tests, then the model-level tests (golden logits, CLI), then the same under ASan+UBSan.
+test: setup build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
+	$(MAKE) test-asan
+
+test-asan:
+	@scripts/test_sanitized.sh
+
+demo: setup build
+	@scripts/demo.sh
+
+bench: setup build
+	@scripts/bench.sh
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the tests with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ and runs
+# them (all but those labelled `slow`). Any report fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQEVICT_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$JOBS"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+cd build-asan && ctest --output-on-failure -j"$JOBS" --timeout 1200 -LE slow

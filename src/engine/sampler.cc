@@ -1,0 +1,72 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace qevict {
+
+Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {
+  if (!(options.temperature >= 0.0f) || !std::isfinite(options.temperature)) {
+    throw Error("temperature must be >= 0");
+  }
+  if (!(options.top_p > 0.0f && options.top_p <= 1.0f)) throw Error("top-p must be in (0, 1]");
+}
+
+int32_t Sampler::Argmax(std::span<const float> logits) {
+  QEVICT_CHECK(!logits.empty());
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+int32_t Sampler::Sample(std::span<const float> logits) {
+  if (options_.temperature == 0.0f) return Argmax(logits);
+  candidates_.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    candidates_[i] = {logits[i], static_cast<int32_t>(i)};
+  }
+  auto by_logit = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  size_t keep = candidates_.size();
+  if (options_.top_k > 0 && static_cast<size_t>(options_.top_k) < keep) {
+    keep = static_cast<size_t>(options_.top_k);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), by_logit);
+  } else {
+    std::sort(candidates_.begin(), candidates_.end(), by_logit);
+  }
+  candidates_.resize(keep);
+  // Softmax at temperature over the kept candidates (sorted, so [0] is the max).
+  const float max = candidates_[0].first;
+  double total = 0.0;
+  std::vector<double> probs(keep);
+  for (size_t i = 0; i < keep; ++i) {
+    probs[i] = std::exp((candidates_[i].first - max) / options_.temperature);
+    total += probs[i];
+  }
+  // Nucleus: the smallest prefix whose probability reaches top_p.
+  size_t nucleus = keep;
+  double cumulative = 0.0;
+  for (size_t i = 0; i < keep; ++i) {
+    cumulative += probs[i] / total;
+    if (cumulative >= options_.top_p) {
+      nucleus = i + 1;
+      break;
+    }
+  }
+  double nucleus_total = 0.0;
+  for (size_t i = 0; i < nucleus; ++i) nucleus_total += probs[i];
+  std::uniform_real_distribution<double> uniform(0.0, nucleus_total);
+  double r = uniform(rng_);
+  for (size_t i = 0; i < nucleus; ++i) {
+    r -= probs[i];
+    if (r <= 0.0) return candidates_[i].second;
+  }
+  return candidates_[nucleus - 1].second;
+}
+
+}  // namespace qevict

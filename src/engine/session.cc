@@ -1,0 +1,101 @@
+#include "engine/session.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "util/error.h"
+
+namespace qevict {
+namespace {
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Session::Session(const LlamaModel& model, ThreadPool& pool, const SessionOptions& options,
+                 const KvCacheFactory& make_cache)
+    : model_(model),
+      pool_(pool),
+      options_(options),
+      scratch_(model.config(), std::max(1, options.prefill_chunk)) {
+  if (options_.n_ctx <= 0 || options_.n_ctx > model.config().context_length) {
+    throw Error("context of " + std::to_string(options_.n_ctx) +
+                " tokens is outside the model's window of " +
+                std::to_string(model.config().context_length));
+  }
+  rope_ = model.MakeRope(options_.n_ctx);
+  cache_ = make_cache(model.kv_geometry(options_.n_ctx), *rope_);
+  positions_.resize(std::max(1, options_.prefill_chunk));
+}
+
+void Session::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  CheckRoom(prompt_tokens + max_new_tokens);
+  position_ = 0;
+  timings_ = {};
+  cache_->BeginRun(prompt_tokens, max_new_tokens);
+}
+
+void Session::CheckRoom(int64_t n) const {
+  if (position_ + n > options_.n_ctx) {
+    throw Error(std::to_string(position_ + n) + " tokens do not fit the context of " +
+                std::to_string(options_.n_ctx) + " tokens");
+  }
+}
+
+std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
+  QEVICT_CHECK(!tokens.empty());
+  CheckRoom(static_cast<int64_t>(tokens.size()));
+  const auto t0 = std::chrono::steady_clock::now();
+  const int n_vocab = model_.config().n_vocab;
+  size_t done = 0;
+  while (done < tokens.size()) {
+    const int n = static_cast<int>(std::min<size_t>(options_.prefill_chunk, tokens.size() - done));
+    const bool last = done + n == tokens.size();
+    std::iota(positions_.begin(), positions_.begin() + n, static_cast<int32_t>(position_));
+    model_.Forward(tokens.data() + done, positions_.data(), n, last ? 1 : 0, *rope_, *cache_,
+                   scratch_, pool_);
+    position_ += n;
+    done += n;
+    cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, pool_);
+  }
+  timings_.prompt_tokens += static_cast<int64_t>(tokens.size());
+  timings_.prompt_seconds += SecondsSince(t0);
+  return {scratch_.logits.data(), static_cast<size_t>(n_vocab)};
+}
+
+std::vector<float> Session::PrefillAllLogits(std::span<const int32_t> tokens) {
+  CheckRoom(static_cast<int64_t>(tokens.size()));
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  std::vector<float> all(tokens.size() * n_vocab);
+  size_t done = 0;
+  while (done < tokens.size()) {
+    const int n = static_cast<int>(std::min<size_t>(options_.prefill_chunk, tokens.size() - done));
+    const bool last = done + n == tokens.size();
+    std::iota(positions_.begin(), positions_.begin() + n, static_cast<int32_t>(position_));
+    model_.Forward(tokens.data() + done, positions_.data(), n, n, *rope_, *cache_, scratch_,
+                   pool_);
+    std::copy(scratch_.logits.begin(), scratch_.logits.begin() + n * n_vocab,
+              all.begin() + done * n_vocab);
+    position_ += n;
+    done += n;
+    cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, pool_);
+  }
+  timings_.prompt_tokens += static_cast<int64_t>(tokens.size());
+  timings_.prompt_seconds += SecondsSince(t0);
+  return all;
+}
+
+std::span<const float> Session::Decode(int32_t token) {
+  CheckRoom(1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int32_t pos = static_cast<int32_t>(position_);
+  model_.Forward(&token, &pos, 1, 1, *rope_, *cache_, scratch_, pool_);
+  position_ += 1;
+  cache_->EndBatch(BatchKind::kGenerated, pool_);
+  timings_.generated_tokens += 1;
+  timings_.generate_seconds += SecondsSince(t0);
+  return {scratch_.logits.data(), static_cast<size_t>(model_.config().n_vocab)};
+}
+
+}  // namespace qevict

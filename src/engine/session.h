@@ -1,0 +1,69 @@
+// One sequence being decoded: its KV cache, position, scratch and timings. Prompts (and later
+// user turns) go through Prefill in chunks; generated tokens through Decode. The cache policy is
+// whatever KvCache the session was given; the session only tells it what each batch was.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/llama_model.h"
+
+namespace qevict {
+
+using KvCacheFactory =
+    std::function<std::unique_ptr<KvCache>(const KvGeometry& geometry, const Rope& rope)>;
+
+struct SessionOptions {
+  int64_t n_ctx = 0;         // tokens this session may hold in total (prompt + generated)
+  int prefill_chunk = 256;   // tokens per forward pass while prefilling
+  bool route_prefill_chunks = false;  // tell the cache each chunk ends (kv-prefill-chunk)
+};
+
+struct SessionTimings {
+  int64_t prompt_tokens = 0;
+  double prompt_seconds = 0.0;
+  int64_t generated_tokens = 0;
+  double generate_seconds = 0.0;
+};
+
+class Session {
+ public:
+  Session(const LlamaModel& model, ThreadPool& pool, const SessionOptions& options,
+          const KvCacheFactory& make_cache);
+
+  // Starts a new run (the cache forgets everything): prompt length and generation length size
+  // the cache budget.
+  void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens);
+  // Feeds prompt tokens; returns the logits after the last one.
+  std::span<const float> Prefill(std::span<const int32_t> tokens);
+  // Feeds prompt tokens and returns logits for every one of them (perplexity scoring):
+  // row i predicts the token after tokens[i]. Each row has n_vocab floats.
+  std::vector<float> PrefillAllLogits(std::span<const int32_t> tokens);
+  // Feeds one generated token; returns the logits for the next.
+  std::span<const float> Decode(int32_t token);
+
+  int64_t position() const { return position_; }
+  const KvCache& cache() const { return *cache_; }
+  KvCache& cache() { return *cache_; }
+  const SessionTimings& timings() const { return timings_; }
+  const LlamaModel& model() const { return model_; }
+
+ private:
+  void CheckRoom(int64_t n) const;
+
+  const LlamaModel& model_;
+  ThreadPool& pool_;
+  SessionOptions options_;
+  std::unique_ptr<Rope> rope_;
+  std::unique_ptr<KvCache> cache_;
+  ForwardScratch scratch_;
+  int64_t position_ = 0;
+  std::vector<int32_t> positions_;
+  SessionTimings timings_;
+};
+
+}  // namespace qevict

@@ -1,0 +1,15 @@
+// Row-wise operations of the transformer block (fp32).
+#pragma once
+
+#include <cstdint>
+
+namespace qevict {
+
+// out = x / rms(x) * weight over n elements (out may alias x).
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out);
+// gate[i] = silu(gate[i]) * up[i].
+void SiluMul(float* gate, const float* up, int64_t n);
+// x[i] += y[i].
+void AddInPlace(float* x, const float* y, int64_t n);
+
+}  // namespace qevict

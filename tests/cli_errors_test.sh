@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The CLI fails cleanly (message on stderr, exit code 1 or 2, no crash) on bad input:
+# every malformed GGUF fixture, a missing file, bad flags, a context beyond the model's window.
+set -u
+BIN=$1
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MODEL=${QEVICT_MODEL:-$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+failures=0
+passes=0
+
+# expect_clean_failure NAME EXPECTED_SUBSTRING CMD...
+expect_clean_failure() {
+  local name=$1 want=$2
+  shift 2
+  local err rc
+  err=$("$@" 2>&1 >/dev/null)
+  rc=$?
+  if [ $rc -ne 1 ] && [ $rc -ne 2 ] && [ $rc -ne 106 ] && [ $rc -ne 109 ]; then
+    echo "FAIL $name: exit code $rc (want a clean error exit); stderr: $err"
+    failures=$((failures + 1))
+  elif [ -n "$want" ] && ! grep -qiF -- "$want" <<<"$err"; then
+    echo "FAIL $name: stderr lacks '$want': $err"
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+expect_clean_failure missing_model "cannot open" "$BIN" info -m /nonexistent/model.gguf
+expect_clean_failure directory_model "not a regular file" "$BIN" info -m "$ROOT"
+expect_clean_failure no_subcommand "" "$BIN"
+expect_clean_failure unknown_flag "" "$BIN" run -m "$MODEL" -p hi --no-such-flag
+
+while IFS= read -r line; do
+  [ -z "$line" ] && continue
+  case "$line" in \#*) continue ;; esac
+  file=${line%%:*}
+  want=${line#*:}
+  want=${want# }
+  expect_clean_failure "fixture:$file" "$want" "$BIN" info -m "$ROOT/tests/fixtures/gguf/$file"
+done < "$ROOT/tests/fixtures/gguf/expected.txt"
+
+if [ -f "$ROOT/tests/fixtures/gguf/semantic/expected.txt" ]; then
+  while IFS= read -r line; do
+    [ -z "$line" ] && continue
+    case "$line" in \#*) continue ;; esac
+    file=${line%%:*}
+    want=${line#*:}
+    want=${want# }
+    expect_clean_failure "semantic:$file" "$want" "$BIN" info -m "$ROOT/tests/fixtures/gguf/semantic/$file"
+  done < "$ROOT/tests/fixtures/gguf/semantic/expected.txt"
+fi
+
+if [ -f "$MODEL" ]; then
+  expect_clean_failure prompt_and_file "exactly one" "$BIN" run -m "$MODEL" -p a -f /etc/hostname
+  expect_clean_failure missing_prompt_file "cannot read" "$BIN" run -m "$MODEL" -f /nonexistent
+  expect_clean_failure context_too_long "exceed the context" "$BIN" run -m "$MODEL" -p hi -n 9000
+  expect_clean_failure negative_n "" "$BIN" run -m "$MODEL" -p hi -n -5
+  expect_clean_failure bad_top_p "top-p" "$BIN" run -m "$MODEL" -p hi --temp 1 --top-p 0
+fi
+
+echo "$passes passed, $failures failed"
+[ $failures -eq 0 ]

@@ -1,0 +1,50 @@
+// Shared helpers of the model-level tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/loaded_model.h"
+#include "kv/full_cache.h"
+
+namespace qevict::testing {
+
+inline std::string SourcePath(const std::string& rel) {
+  return std::string(QEVICT_SOURCE_DIR) + "/" + rel;
+}
+
+inline std::string ReferenceModelPath() {
+  if (const char* env = std::getenv("QEVICT_MODEL")) return env;
+  return SourcePath("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+}
+
+// The reference model, loaded once per test binary; nullptr when the file is absent.
+inline const LoadedModel* ReferenceModel() {
+  static const LoadedModel* model = [] () -> const LoadedModel* {
+    if (!std::filesystem::exists(ReferenceModelPath())) return nullptr;
+    return new LoadedModel(LoadedModel::Load(ReferenceModelPath()));
+  }();
+  return model;
+}
+
+inline nlohmann::json ReadJson(const std::string& rel) {
+  std::ifstream in(SourcePath(rel));
+  EXPECT_TRUE(in.good()) << rel;
+  return nlohmann::json::parse(in);
+}
+
+inline KvCacheFactory FullCacheFactory() {
+  return [](const KvGeometry& g, const Rope& r) -> std::unique_ptr<KvCache> {
+    return std::make_unique<FullCache>(g, r);
+  };
+}
+
+}  // namespace qevict::testing
+
+#define QEVICT_REQUIRE_MODEL(var)                                              \
+  const ::qevict::LoadedModel* var = ::qevict::testing::ReferenceModel();      \
+  if (var == nullptr) GTEST_SKIP() << "reference model not found (make setup)"

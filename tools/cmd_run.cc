@@ -1,0 +1,123 @@
+// `qevict run`: generate text from a prompt, streaming it to stdout; timings to stderr.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "engine/generate.h"
+#include "engine/loaded_model.h"
+#include "tools/commands.h"
+#include "tools/kv_flags.h"
+#include "util/error.h"
+
+namespace qevict::cli {
+namespace {
+
+struct RunFlags {
+  std::string model;
+  std::string prompt;
+  std::string prompt_file;
+  std::string system;
+  int n_predict = 128;
+  bool chat = false;
+  float temperature = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  uint64_t seed = 42;
+  int threads = 0;
+  int64_t ctx = 0;
+  int batch = 256;
+  KvFlags kv;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read prompt file '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int Run(const RunFlags& f) {
+  if (f.prompt.empty() == f.prompt_file.empty()) {
+    throw Error("give exactly one of -p PROMPT or -f FILE");
+  }
+  if (f.n_predict < 0) throw Error("-n must be >= 0");
+  const std::string text = f.prompt_file.empty() ? f.prompt : ReadFile(f.prompt_file);
+  LoadedModel m = LoadedModel::Load(f.model);
+  std::vector<int32_t> tokens;
+  if (f.chat) {
+    std::vector<ChatMessage> messages;
+    if (!f.system.empty()) messages.push_back({"system", f.system});
+    messages.push_back({"user", text});
+    tokens = m.EncodeChat(messages, /*add_generation_prompt=*/true);
+  } else {
+    tokens = m.EncodeRaw(text);
+  }
+  if (tokens.empty()) throw Error("the prompt encodes to no tokens");
+  const int64_t limit = m.model->config().context_length;
+  const int64_t needed = static_cast<int64_t>(tokens.size()) + f.n_predict;
+  if (needed > limit || (f.ctx > 0 && needed > f.ctx)) {
+    throw Error("prompt (" + std::to_string(tokens.size()) + " tokens) + " +
+                std::to_string(f.n_predict) + " new tokens exceed the context of " +
+                std::to_string(f.ctx > 0 ? std::min(f.ctx, limit) : limit) + " tokens");
+  }
+  ThreadPool pool(f.threads > 0 ? f.threads : ThreadPool::HardwareThreads());
+  SessionOptions so;
+  so.n_ctx = f.ctx > 0 ? f.ctx : needed;
+  so.prefill_chunk = f.batch;
+  ApplyPrefillChunk(f.kv, so);
+  Session session(*m.model, pool, so, MakeKvCacheFactory(f.kv));
+  session.BeginRun(static_cast<int64_t>(tokens.size()), f.n_predict);
+  std::span<const float> logits = session.Prefill(tokens);
+
+  GenerateOptions go;
+  go.max_new_tokens = f.n_predict;
+  go.sampling = {f.temperature, f.top_k, f.top_p, f.seed};
+  go.on_text = [](std::string_view t) {
+    std::fwrite(t.data(), 1, t.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  };
+  GenerateResult result = Generate(session, *m.tokenizer, logits, go);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+
+  const SessionTimings& t = session.timings();
+  std::fprintf(stderr,
+               "\nprompt: %lld tokens in %.2f s (%.1f tok/s) | generated: %zu tokens, %lld "
+               "decode steps in %.2f s (%.1f tok/s) | threads %d | finish: %s\n",
+               static_cast<long long>(t.prompt_tokens), t.prompt_seconds,
+               t.prompt_seconds > 0 ? t.prompt_tokens / t.prompt_seconds : 0.0,
+               result.tokens.size(), static_cast<long long>(t.generated_tokens),
+               t.generate_seconds,
+               t.generate_seconds > 0 ? t.generated_tokens / t.generate_seconds : 0.0,
+               pool.size(), result.finish_reason.c_str());
+  PrintKvStats(f.kv, session.cache().Stats());
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> RegisterRun(CLI::App& app) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand("run", "generate text from a prompt");
+  cmd->add_option("-m,--model", flags->model, "GGUF model file")->required();
+  cmd->add_option("-p,--prompt", flags->prompt, "prompt text");
+  cmd->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
+  cmd->add_option("-n,--n-predict", flags->n_predict, "tokens to generate")->capture_default_str();
+  cmd->add_flag("--chat", flags->chat, "wrap the prompt as a user message in the chat template");
+  cmd->add_option("--system", flags->system, "system message (with --chat)");
+  cmd->add_option("--temp", flags->temperature, "temperature; 0 = greedy")->capture_default_str();
+  cmd->add_option("--top-k", flags->top_k, "top-k (<= 0: off)")->capture_default_str();
+  cmd->add_option("--top-p", flags->top_p, "top-p (1: off)")->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
+  cmd->add_option("-c,--ctx", flags->ctx, "context size (default: prompt + n-predict)");
+  cmd->add_option("-b,--batch", flags->batch, "prefill tokens per forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  AddKvFlags(*cmd, flags->kv);
+  return [flags] { return Run(*flags); };
+}
+
+}  // namespace qevict::cli

@@ -1,0 +1,14 @@
+// Subcommands of the `qevict` CLI. Each registers its flags on a CLI11 subcommand and runs when
+// chosen; errors are thrown as qevict::Error and turned into a message and exit code by main.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace qevict::cli {
+
+// Registers the subcommand and returns the function to call when it was chosen.
+std::function<int()> RegisterRun(CLI::App& app);
+std::function<int()> RegisterInfo(CLI::App& app);
+
+}  // namespace qevict::cli

@@ -1,0 +1,38 @@
+// qevict: long-context LLM decoding with a recoverable quantized KV cache.
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "tools/commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"qevict: long-context LLM decoding with a recoverable quantized KV cache"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "qevict 0.1.0");
+  std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
+  auto add = [&](std::function<int()> (*reg)(CLI::App&)) {
+    const size_t before = app.get_subcommands({}).size();
+    auto fn = reg(app);
+    commands.emplace_back(app.get_subcommands({})[before], fn);
+  };
+  add(qevict::cli::RegisterRun);
+  add(qevict::cli::RegisterInfo);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, fn] : commands) {
+      if (sub->parsed()) return fn();
+    }
+  } catch (const qevict::Error& e) {
+    std::fprintf(stderr, "qevict: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "qevict: error: out of memory\n");
+    return 1;
+  }
+  return 0;
+}
