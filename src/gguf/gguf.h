@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "quant/ggml_type.h"
@@ -32,9 +33,21 @@ enum class ValueType : uint32_t {
   kInt64 = 11,
   kFloat64 = 12,
 };
+// "uint8", ..., "string", "array", "float64"; "unknown" for ids outside the enum.
 const char* ValueTypeName(ValueType t);
 
+// Limits enforced by the parser (beyond "fits in the file").
+inline constexpr uint64_t kMaxKeyBytes = 65535;      // GGUF spec: keys are < 2^16 bytes
+inline constexpr uint64_t kMaxTensorNameBytes = 63;  // ggml: 64 bytes including the NUL
+inline constexpr int kMaxDims = 4;
+inline constexpr uint64_t kDefaultAlignment = 32;
+inline constexpr uint64_t kMaxAlignment = uint64_t{1} << 20;  // 1 MiB
+
 // One metadata value. Scalars are decoded; strings and arrays point into the mapped file.
+// Which scalar member is set: unsigned integers -> u64, signed integers -> i64 (sign-extended),
+// float32/float64 -> f64, bool -> b. Prefer the typed getters of File over reading it directly.
+// Arrays: every element was validated at parse time (strings lie inside the file, bools are 0/1);
+// elements are little-endian and possibly unaligned: decode them byte-wise or with memcpy.
 struct Value {
   ValueType type;
   ValueType array_type = ValueType::kUint8;  // element type when type == kArray
@@ -58,8 +71,8 @@ struct TensorInfo {
   std::string_view name;
   GgmlType type;
   int n_dims;
-  int64_t ne[4];     // ne[0] is the row length (contiguous), as in ggml; unused dims are 1
-  uint64_t offset;   // relative to the start of the data section
+  int64_t ne[4];    // ne[0] is the row length (contiguous), as in ggml; unused dims are 1
+  uint64_t offset;  // relative to the start of the data section
   size_t n_bytes;
   const uint8_t* data;  // points into the mapped file
 
@@ -79,6 +92,9 @@ class File {
   size_t file_size() const { return bytes_.size(); }
   const std::vector<KeyValue>& metadata() const { return kv_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // Absolute byte offset of the data section (tensor offsets are relative to it): the end of the
+  // tensor infos rounded up to alignment(). May lie past the end of a file without tensors.
+  uint64_t data_offset() const { return data_offset_; }
 
   const Value* Find(std::string_view key) const;
   bool Has(std::string_view key) const { return Find(key) != nullptr; }
@@ -108,9 +124,12 @@ class File {
   std::unique_ptr<MappedFile> map_;
   std::span<const uint8_t> bytes_;
   uint32_t version_ = 0;
-  uint64_t alignment_ = 32;
+  uint64_t alignment_ = kDefaultAlignment;
+  uint64_t data_offset_ = 0;
   std::vector<KeyValue> kv_;
   std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string_view, size_t> kv_index_;      // key -> index in kv_
+  std::unordered_map<std::string_view, size_t> tensor_index_;  // name -> index in tensors_
 };
 
 }  // namespace qevict::gguf

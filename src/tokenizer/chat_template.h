@@ -17,6 +17,13 @@ struct ChatTemplate {
   // System message the template inserts when the conversation has none (SmolLM2's template
   // adds "You are a helpful AI assistant named SmolLM, trained by Hugging Face"); empty if none.
   std::string default_system;
+  // Whether the template writes bos_token into the text (Llama-3 before the first message,
+  // Llama-2 before every user turn). The rendered prompt then already holds BOS: encode it with
+  // parse_special and add_bos = false. bos_token / eos_token are the texts substituted for the
+  // template's variables; set them from the vocabulary when it differs from the family default.
+  bool renders_bos = false;
+  std::string bos_token;
+  std::string eos_token;
 };
 
 struct ChatMessage {
@@ -24,12 +31,17 @@ struct ChatMessage {
   std::string content;
 };
 
-// Recognizes the family of a Jinja template string, or nullopt when it is none we know.
+// Recognizes the family of a Jinja template string, or nullopt when it is none we know:
+// ChatML ("<|im_start|>"), Llama-3.0 ("<|start_header_id|>"; the Llama-3.1+ templates with
+// their dated system block are not rendered and give nullopt) and Llama-2 ("[INST]" with
+// "<<SYS>>").
 std::optional<ChatTemplate> ParseChatTemplate(std::string_view jinja_template);
 const char* ChatStyleName(ChatStyle style);
 
 // The prompt text for these messages, exactly as the Jinja template would render it; with
 // add_generation_prompt the assistant header is appended so generation starts the reply.
+// Throws qevict::Error where the template would raise (Llama-2: no messages, or roles not
+// alternating user/assistant after the optional system message).
 std::string RenderChat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
                        bool add_generation_prompt);
 

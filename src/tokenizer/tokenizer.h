@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "tokenizer/vocab.h"
 
 namespace qevict {
 
@@ -24,6 +25,9 @@ class Tokenizer {
   // Validates the vocabulary (sizes, merges naming known tokens, special ids in range) and
   // throws qevict::Error on anything inconsistent.
   static std::unique_ptr<Tokenizer> FromGguf(const gguf::File& file);
+  // The same from a plain vocabulary (what FromGguf reads, or a test's). Throws qevict::Error
+  // for an invalid vocabulary or an unknown model / pre-tokenizer name.
+  static std::unique_ptr<Tokenizer> FromVocab(Vocab vocab);
 
   // Text to ids. With parse_special, control/user-defined tokens written literally in the text
   // (e.g. "<|im_start|>") map to their ids; otherwise they are tokenized as plain text.
@@ -43,6 +47,11 @@ class Tokenizer {
   virtual bool IsEndOfGeneration(TokenId id) const = 0;  // eos, eot, <|im_end|>, ...
   virtual std::string_view model_name() const = 0;       // "gpt2" or "llama"
   virtual std::string_view pre_name() const = 0;         // pre-tokenizer name
+
+ protected:
+  // SentencePiece models prefix text with a space when encoding; Decode drops it again from the
+  // first piece it renders.
+  virtual bool DecodeStripsLeadingSpace() const { return false; }
 };
 
 }  // namespace qevict

@@ -1,0 +1,85 @@
+#include "tokenizer/chat_template.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer_test_util.h"
+#include "util/error.h"
+
+namespace qevict {
+namespace {
+
+std::vector<ChatMessage> Messages(const nlohmann::json& list) {
+  std::vector<ChatMessage> messages;
+  for (const nlohmann::json& m : list) messages.push_back({m["role"], m["content"]});
+  return messages;
+}
+
+TEST(ChatTemplateTest, RecognizesSmolLm2TemplateAndItsDefaultSystem) {
+  const nlohmann::json golden = testing::LoadGolden("tokenizer_smollm2.json");
+  const std::optional<ChatTemplate> tmpl =
+      ParseChatTemplate(golden["chat_template"].get<std::string>());
+  ASSERT_TRUE(tmpl.has_value());
+  EXPECT_EQ(tmpl->style, ChatStyle::kChatML);
+  EXPECT_STREQ(ChatStyleName(tmpl->style), "chatml");
+  EXPECT_EQ(tmpl->default_system,
+            "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+  EXPECT_FALSE(tmpl->renders_bos);
+  for (const nlohmann::json& chat : golden["chats"]) {
+    EXPECT_EQ(RenderChat(*tmpl, Messages(chat["messages"]), chat["add_generation_prompt"]),
+              chat["rendered"].get<std::string>())
+        << chat["messages"].dump();
+  }
+}
+
+TEST(ChatTemplateTest, ChatMlWithoutFixedSystemMessage) {
+  const std::string qwen_like =
+      "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+      "{{ '<|im_start|>system\\n' + default_prompt + '<|im_end|>\\n' }}{% endif %}"
+      "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}"
+      "{% endfor %}";
+  const std::optional<ChatTemplate> tmpl = ParseChatTemplate(qwen_like);
+  ASSERT_TRUE(tmpl.has_value());
+  EXPECT_EQ(tmpl->default_system, "");
+  EXPECT_EQ(RenderChat(*tmpl, {{"user", "hi"}}, true),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// Llama-3 and Llama-2 renderings by jinja2 (tests/golden/tokenizer_chat.json).
+TEST(ChatTemplateTest, MatchesJinjaForLlamaFamilies) {
+  const nlohmann::json golden = testing::LoadGolden("tokenizer_chat.json");
+  ASSERT_EQ(golden["families"].size(), 2u);
+  for (const nlohmann::json& family : golden["families"]) {
+    std::optional<ChatTemplate> tmpl = ParseChatTemplate(family["template"].get<std::string>());
+    ASSERT_TRUE(tmpl.has_value()) << family["name"];
+    EXPECT_EQ(ChatStyleName(tmpl->style), family["name"].get<std::string>());
+    EXPECT_TRUE(tmpl->renders_bos);
+    EXPECT_EQ(tmpl->bos_token, family["bos_token"].get<std::string>());
+    EXPECT_EQ(tmpl->eos_token, family["eos_token"].get<std::string>());
+    for (const nlohmann::json& chat : family["chats"]) {
+      const std::vector<ChatMessage> messages = Messages(chat["messages"]);
+      if (chat["rendered"].is_null()) {
+        EXPECT_THROW(RenderChat(*tmpl, messages, chat["add_generation_prompt"]), Error)
+            << family["name"] << " " << chat["messages"].dump();
+        continue;
+      }
+      EXPECT_EQ(RenderChat(*tmpl, messages, chat["add_generation_prompt"]),
+                chat["rendered"].get<std::string>())
+          << family["name"] << " " << chat["messages"].dump();
+    }
+  }
+}
+
+TEST(ChatTemplateTest, UnknownTemplatesAreNotGuessed) {
+  EXPECT_FALSE(ParseChatTemplate("").has_value());
+  EXPECT_FALSE(ParseChatTemplate("{% for m in messages %}<|user|>{{ m.content }}{% endfor %}"));
+  // Llama 3.1+ (dated system block) and Mistral-style [INST] without <<SYS>>.
+  EXPECT_FALSE(ParseChatTemplate("<|start_header_id|>system<|end_header_id|>\\n\\n"
+                                 "Cutting Knowledge Date: December 2023"));
+  EXPECT_FALSE(ParseChatTemplate("{{ bos_token }}[INST] {{ m['content'] }} [/INST]"));
+}
+
+}  // namespace
+}  // namespace qevict
