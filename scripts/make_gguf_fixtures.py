@@ -426,10 +426,10 @@ def semantic_fixtures():
     def head_dim(m, t):
         set_meta(m, "llama.attention.key_length", value(UINT32, 48))
         set_meta(m, "llama.attention.value_length", value(UINT32, 48))
-    mutation("head_dim_inconsistent.gguf", "head_dim",
+    mutation("head_dim_inconsistent.gguf", "'blk.0.attn_q.weight' has shape",
              "key_length/value_length 48 disagree with embedding_length/head_count = 32 and the "
              "tensor shapes", head_dim)
-    mutation("vocab_size_mismatch.gguf", "vocab",
+    mutation("vocab_size_mismatch.gguf", "tokenizer has 300 tokens",
              "token_embd.weight has 310 rows but there are 300 tokens",
              lambda m, t: replace_tensor(t, "token_embd.weight", [EMBED, VOCAB + 10]))
     mutation("bos_out_of_vocab.gguf", "bos", "tokenizer.ggml.bos_token_id = 300 (vocab is 300)",
@@ -477,7 +477,7 @@ def main():
         "# written by scripts/make_gguf_fixtures.py as mutations of ../tiny_llama_valid.gguf.",
         "# They parse as GGUF; loading them as a model (and tokenizer) must fail.",
         "# Each line: <file> <substring the loader's error message should contain>",
-        "# (the substrings are a first guess by the GGUF author; the loader owns them).",
+        "# (the substrings are those of the model and tokenizer loaders' messages).",
     ]
     for name, data, expected, description in semantic_fixtures():
         write(os.path.join(semantic_dir, name), data)

@@ -34,9 +34,8 @@ expect_clean_failure unknown_flag "" "$BIN" run -m "$MODEL" -p hi --no-such-flag
 while IFS= read -r line; do
   [ -z "$line" ] && continue
   case "$line" in \#*) continue ;; esac
-  file=${line%%:*}
-  want=${line#*:}
-  want=${want# }
+  file=${line%% *}
+  want=${line#* }
   expect_clean_failure "fixture:$file" "$want" "$BIN" info -m "$ROOT/tests/fixtures/gguf/$file"
 done < "$ROOT/tests/fixtures/gguf/expected.txt"
 
@@ -44,9 +43,8 @@ if [ -f "$ROOT/tests/fixtures/gguf/semantic/expected.txt" ]; then
   while IFS= read -r line; do
     [ -z "$line" ] && continue
     case "$line" in \#*) continue ;; esac
-    file=${line%%:*}
-    want=${line#*:}
-    want=${want# }
+    file=${line%% *}
+    want=${line#* }
     expect_clean_failure "semantic:$file" "$want" "$BIN" info -m "$ROOT/tests/fixtures/gguf/semantic/$file"
   done < "$ROOT/tests/fixtures/gguf/semantic/expected.txt"
 fi

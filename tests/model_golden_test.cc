@@ -1,11 +1,16 @@
-// The forward pass against an independent implementation: llama.cpp's logits and greedy
-// continuations for the same token ids (tests/golden/logits_smollm2.json, made by
-// scripts/gen_golden_logits.py).
-//
-// Tolerance: |ours - llama.cpp| <= kAbsTol + kRelTol * |llama.cpp| per top-k logit. Both engines
-// quantize activations to 8 bits before the Q4_1 products but round and accumulate in different
-// orders, so logits differ slightly; the same argmax is required wherever llama.cpp's top-2
-// margin exceeds kTieMargin (below that the order is a near-tie and may legitimately flip).
+// The forward pass against two independent implementations, on the same token ids:
+//  - Hugging Face transformers (fp32, GGUF weights dequantized; tests/golden/logits_smollm2_hf.json)
+//    vs qevict's exact path (MatMulExact: no activation quantization). Both compute the same
+//    function in floating point, so logits must agree to float rounding (kExactTol) and greedy
+//    continuations must be identical (up to a near-tie below kExactTie).
+//  - llama.cpp (tests/golden/logits_smollm2.json) vs qevict's fast path. Both quantize
+//    activations to 8 bits before the quantized dot products, but not identically, and each
+//    lands about 0.3-0.5 logits away from the exact function on this 30-layer model (measured:
+//    see the printed figures), so they may differ by the sum. Tolerance kFastTol; greedy tokens
+//    must agree at every step until one where they differ and llama.cpp's top-2 margin is below
+//    kFastTie (a margin smaller than the engines' noise can flip legitimately; from there on
+//    the sequences differ).
+// Goldens: scripts/gen_golden_logits.py and scripts/gen_golden_logits_hf.py.
 #include <cmath>
 
 #include "engine/sampler.h"
@@ -15,16 +20,22 @@
 namespace qevict {
 namespace {
 
-constexpr double kAbsTol = 0.15;
-constexpr double kRelTol = 0.02;
-constexpr double kTieMargin = 0.1;
+constexpr double kExactTol = 0.02;
+constexpr double kExactTie = 0.02;
+constexpr double kFastTol = 1.25;
+constexpr double kFastTie = 0.5;
 
+struct Agreement {
+  double worst_logit_diff = 0.0;
+  int greedy_checked = 0;
+};
 
-TEST(GoldenLogitsTest, TopLogitsAndGreedyContinuationMatchLlamaCpp) {
-  QEVICT_REQUIRE_MODEL(m);
-  const nlohmann::json golden = testing::ReadJson("tests/golden/logits_smollm2.json");
+// Compares one model configuration with one golden file; returns the figures it saw.
+Agreement CompareWithGolden(const LlamaModel& model, const std::string& golden_path,
+                            double tol, double tie_margin) {
+  const nlohmann::json golden = testing::ReadJson(golden_path);
   ThreadPool pool(2);
-  double worst = 0.0;
+  Agreement a;
   for (const auto& c : golden["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
     const std::vector<int32_t> tokens = c["tokens"].get<std::vector<int32_t>>();
@@ -32,33 +43,55 @@ TEST(GoldenLogitsTest, TopLogitsAndGreedyContinuationMatchLlamaCpp) {
     const std::vector<double> margins = c["greedy_margins"].get<std::vector<double>>();
     SessionOptions so;
     so.n_ctx = static_cast<int64_t>(tokens.size() + greedy.size() + 1);
-    Session session(*m->model, pool, so, testing::FullCacheFactory());
+    Session session(model, pool, so, testing::FullCacheFactory());
     session.BeginRun(static_cast<int64_t>(tokens.size()), static_cast<int64_t>(greedy.size()));
     const std::vector<float> logits = session.PrefillAllLogits(tokens);
-    const size_t n_vocab = static_cast<size_t>(m->model->config().n_vocab);
+    const size_t n_vocab = static_cast<size_t>(model.config().n_vocab);
     for (const auto& top : c["top_logits"]) {
       const size_t p = top["position"].get<size_t>();
       const auto ids = top["ids"].get<std::vector<int>>();
       const auto want = top["logits"].get<std::vector<double>>();
       for (size_t r = 0; r < ids.size(); ++r) {
-        const double got = logits[p * n_vocab + ids[r]];
-        const double diff = std::fabs(got - want[r]);
-        worst = std::max(worst, diff);
-        EXPECT_LE(diff, kAbsTol + kRelTol * std::fabs(want[r]))
-            << "position " << p << " token " << ids[r];
+        const double diff = std::fabs(logits[p * n_vocab + ids[r]] - want[r]);
+        a.worst_logit_diff = std::max(a.worst_logit_diff, diff);
+        EXPECT_LE(diff, tol) << "position " << p << " token " << ids[r];
       }
     }
-    // Greedy continuation: feed our own choices, require llama.cpp's token at each step until
-    // the first near-tie (after which the two sequences may legitimately diverge).
+    // Greedy: our choices are fed back; a different choice is a failure unless the reference's
+    // top-2 margin at that step is a near-tie, after which the sequences legitimately diverge.
     std::span<const float> last(logits.data() + (tokens.size() - 1) * n_vocab, n_vocab);
     for (size_t i = 0; i < greedy.size(); ++i) {
       const int32_t ours = Sampler::Argmax(last);
-      if (margins[i] < kTieMargin) break;
-      ASSERT_EQ(ours, greedy[i]) << "greedy step " << i;
+      if (ours != greedy[i]) {
+        EXPECT_LT(margins[i], tie_margin) << "greedy step " << i << ": " << ours << " vs "
+                                          << greedy[i] << ", reference margin " << margins[i];
+        break;
+      }
+      ++a.greedy_checked;
       if (i + 1 < greedy.size()) last = session.Decode(ours);
     }
   }
-  std::printf("largest top-k logit difference vs llama.cpp: %.4f\n", worst);
+  return a;
+}
+
+TEST(GoldenLogitsTest, ExactPathMatchesTransformersFp32) {
+  if (testing::ReferenceModel() == nullptr) GTEST_SKIP() << "reference model not found";
+  std::unique_ptr<LlamaModel> model = LlamaModel::Load(testing::ReferenceModelPath());
+  model->set_exact_matmul(true);
+  const Agreement a = CompareWithGolden(*model, "tests/golden/logits_smollm2_hf.json",
+                                        kExactTol, kExactTie);
+  std::printf("exact path vs transformers: largest top-k logit difference %.5f, %d greedy "
+              "tokens identical\n", a.worst_logit_diff, a.greedy_checked);
+  EXPECT_GE(a.greedy_checked, 100);
+}
+
+TEST(GoldenLogitsTest, FastPathMatchesLlamaCpp) {
+  QEVICT_REQUIRE_MODEL(m);
+  const Agreement a =
+      CompareWithGolden(*m->model, "tests/golden/logits_smollm2.json", kFastTol, kFastTie);
+  std::printf("fast path vs llama.cpp: largest top-k logit difference %.4f, %d greedy tokens "
+              "identical before a near-tie divergence\n", a.worst_logit_diff, a.greedy_checked);
+  EXPECT_GE(a.greedy_checked, 40);
 }
 
 TEST(GoldenLogitsTest, TokenizerMatchesGoldenPromptIds) {

@@ -10,5 +10,6 @@ namespace qevict::cli {
 // Registers the subcommand and returns the function to call when it was chosen.
 std::function<int()> RegisterRun(CLI::App& app);
 std::function<int()> RegisterInfo(CLI::App& app);
+std::function<int()> RegisterBench(CLI::App& app);
 
 }  // namespace qevict::cli

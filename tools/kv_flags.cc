@@ -3,28 +3,101 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "kv/full_cache.h"
+#include "policy/registry.h"
 #include "util/error.h"
 
 namespace qevict::cli {
 
-void AddKvFlags(CLI::App& cmd, KvFlags& flags) {
-  cmd.add_option("--kv-policy", flags.policy, "KV cache policy")->capture_default_str();
-  cmd.add_flag("--kv-stats", flags.stats, "print KV cache statistics on stderr at the end");
-  cmd.add_flag("--json", flags.json, "with --kv-stats: one JSON object on one line");
+KvConfig KvFlags::Resolve() const {
+  KvConfig c = config;
+  c.policy = policy;
+  c.recovery = ParseRecoveryFidelity(recovery);
+  c.score = ParseScoreMode(score);
+  c.print_stats = stats;
+  c.Validate();
+  return c;
 }
 
-void ApplyPrefillChunk(const KvFlags& flags, SessionOptions& options) {}
+void AddKvFlags(CLI::App& cmd, KvFlags& f) {
+  std::string names;
+  for (const std::string& n : PolicyNames()) names += (names.empty() ? "" : ", ") + n;
+  KvConfig& c = f.config;
+  const std::string group = "KV cache";
+  cmd.add_option("--kv-policy", f.policy, "cache policy: " + names)
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-budget", c.budget,
+                 "resident KV bytes as a fraction of an fp16 cache of prompt + new tokens, (0, 1]")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-budget-bytes", c.budget_bytes, "absolute cap on resident KV bytes")
+      ->group(group);
+  cmd.add_option("--kv-bits", c.bits, "bits of the quantized tier: 2, 4 or 8")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-window", c.window, "tokens per window")->capture_default_str()->group(group);
+  cmd.add_option("--kv-sinks", c.sinks, "first tokens kept in fp16")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-recent", c.recent, "last tokens kept in fp16")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-route-every", c.route_every, "generated tokens between routing steps")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-q-share", c.q_share, "share of the band's bytes for the quantized tier")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-hysteresis", c.hysteresis,
+                 "margin a quantized window's score must exceed an fp16 window's by to swap")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-score", f.score, "importance: cumulative, decay or normalized")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-score-decay", c.score_decay, "decay per query for --kv-score decay")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-recovery", f.recovery,
+                 "what promotion restores: paper (dequantized codes) or exact (cold store)")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-cold-dir", c.cold_store_dir, "directory of the exact-recovery cold store")
+      ->group(group);
+  cmd.add_option("--kv-prefill-chunk", c.prefill_chunk,
+                 "route between prompt chunks of this many tokens (0: after the whole prompt)")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-snapkv-window", c.snapkv_window, "snapkv/pyramidkv observation window")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-snapkv-kernel", c.snapkv_kernel, "snapkv/pyramidkv max-pool kernel")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-pyramid-beta", c.pyramid_beta, "pyramidkv budget ratio first/last layer")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_flag("--kv-stats", f.stats, "print KV cache statistics on stderr at the end")
+      ->group(group);
+  cmd.add_flag("--json", f.json, "with --kv-stats: one JSON object on one line")->group(group);
+}
+
+void ApplyPrefillChunk(const KvFlags& flags, SessionOptions& options) {
+  if (flags.config.prefill_chunk > 0) {
+    options.prefill_chunk = flags.config.prefill_chunk;
+  }
+}
 
 KvCacheFactory MakeKvCacheFactory(const KvFlags& flags) {
-  if (flags.policy != "full") throw Error("unknown KV policy '" + flags.policy + "'");
-  return [](const KvGeometry& g, const Rope& rope) -> std::unique_ptr<KvCache> {
-    return std::make_unique<FullCache>(g, rope);
+  const KvConfig config = flags.Resolve();
+  return [config](const KvGeometry& g, const Rope& rope) {
+    return CreateKvCache(config, g, rope);
   };
 }
 
 void PrintKvStats(const KvFlags& flags, const KvStats& s) {
   if (!flags.stats) return;
+  const double full = static_cast<double>(s.full_fp16_bytes);
   nlohmann::json j = {{"policy", flags.policy},
                       {"tokens_seen", s.tokens_seen},
                       {"tokens_resident", s.tokens_resident},
@@ -36,6 +109,7 @@ void PrintKvStats(const KvFlags& flags, const KvStats& s) {
                       {"peak_bytes", s.peak_bytes},
                       {"budget_bytes", s.budget_bytes},
                       {"full_fp16_bytes", s.full_fp16_bytes},
+                      {"resident_fraction", full > 0 ? s.resident_bytes() / full : 0.0},
                       {"fp16_windows", s.fp16_windows},
                       {"quant_windows", s.quant_windows},
                       {"evicted_windows", s.evicted_windows},
@@ -44,6 +118,7 @@ void PrintKvStats(const KvFlags& flags, const KvStats& s) {
                       {"evictions", s.evictions},
                       {"routing_steps", s.routing_steps},
                       {"infeasible", s.infeasible}};
+  if (!s.note.empty()) j["note"] = s.note;
   if (flags.json) {
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return;
@@ -51,7 +126,7 @@ void PrintKvStats(const KvFlags& flags, const KvStats& s) {
   std::fprintf(stderr, "kv cache (%s):\n", flags.policy.c_str());
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "policy") continue;
-    std::fprintf(stderr, "  %-16s %s\n", it.key().c_str(), it.value().dump().c_str());
+    std::fprintf(stderr, "  %-18s %s\n", it.key().c_str(), it.value().dump().c_str());
   }
 }
 

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   };
   add(qevict::cli::RegisterRun);
   add(qevict::cli::RegisterInfo);
+  add(qevict::cli::RegisterBench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -19,8 +19,7 @@ using KvCacheFactory =
 
 struct SessionOptions {
   int64_t n_ctx = 0;         // tokens this session may hold in total (prompt + generated)
-  int prefill_chunk = 256;   // tokens per forward pass while prefilling
-  bool route_prefill_chunks = false;  // tell the cache each chunk ends (kv-prefill-chunk)
+  int prefill_chunk = 256;   // tokens per forward pass while prefilling (each ends in EndBatch)
 };
 
 struct SessionTimings {

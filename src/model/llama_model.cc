@@ -1,6 +1,7 @@
 #include "model/llama_model.h"
 
 #include "kernels/elementwise.h"
+#include "kernels/matmul_exact.h"
 #include "util/error.h"
 
 namespace qevict {
@@ -43,6 +44,15 @@ std::unique_ptr<Rope> LlamaModel::MakeRope(int64_t max_positions) const {
   return std::make_unique<Rope>(config_.rope, max_positions);
 }
 
+void LlamaModel::Mul(const WeightView& w, const float* x, int n, float* y,
+                     ThreadPool& pool) const {
+  if (exact_matmul_) {
+    MatMulExact(w, x, n, y, pool);
+  } else {
+    MatMul(w, x, n, y, pool);
+  }
+}
+
 void LlamaModel::Forward(const int32_t* tokens, const int32_t* pos, int n, int n_logits,
                          const Rope& rope, KvCache& cache, ForwardScratch& s,
                          ThreadPool& pool) const {
@@ -62,20 +72,20 @@ void LlamaModel::Forward(const int32_t* tokens, const int32_t* pos, int n, int n
   for (int l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& L = weights_.layers[l];
     for (int i = 0; i < n; ++i) RmsNorm(&s.x[i * d], L.attn_norm, d, c.rms_eps, &s.xn[i * d]);
-    MatMul(L.wq, s.xn.data(), n, s.q.data(), pool);
-    MatMul(L.wk, s.xn.data(), n, s.k.data(), pool);
-    MatMul(L.wv, s.xn.data(), n, s.v.data(), pool);
+    Mul(L.wq, s.xn.data(), n, s.q.data(), pool);
+    Mul(L.wk, s.xn.data(), n, s.k.data(), pool);
+    Mul(L.wv, s.xn.data(), n, s.v.data(), pool);
     for (int i = 0; i < n; ++i) rope.Apply(&s.q[i * q_dim], c.n_heads, c.head_dim, pos[i]);
     cache.Store(l, n, pos, s.k.data(), s.v.data());
     cache.Attend(l, n, pos, s.q.data(), s.attn.data(), pool);
-    MatMul(L.wo, s.attn.data(), n, s.proj.data(), pool);
+    Mul(L.wo, s.attn.data(), n, s.proj.data(), pool);
     AddInPlace(s.x.data(), s.proj.data(), n * d);
 
     for (int i = 0; i < n; ++i) RmsNorm(&s.x[i * d], L.ffn_norm, d, c.rms_eps, &s.xn[i * d]);
-    MatMul(L.w_gate, s.xn.data(), n, s.gate.data(), pool);
-    MatMul(L.w_up, s.xn.data(), n, s.up.data(), pool);
+    Mul(L.w_gate, s.xn.data(), n, s.gate.data(), pool);
+    Mul(L.w_up, s.xn.data(), n, s.up.data(), pool);
     SiluMul(s.gate.data(), s.up.data(), static_cast<int64_t>(n) * c.n_ff);
-    MatMul(L.w_down, s.gate.data(), n, s.proj.data(), pool);
+    Mul(L.w_down, s.gate.data(), n, s.proj.data(), pool);
     AddInPlace(s.x.data(), s.proj.data(), n * d);
   }
 
@@ -85,7 +95,7 @@ void LlamaModel::Forward(const int32_t* tokens, const int32_t* pos, int n, int n
     RmsNorm(&s.x[i * d], weights_.output_norm, d, c.rms_eps, &s.xn[(i - first) * d]);
   }
   s.logits.resize(static_cast<size_t>(n_logits) * c.n_vocab);
-  MatMul(weights_.output, s.xn.data(), n_logits, s.logits.data(), pool);
+  Mul(weights_.output, s.xn.data(), n_logits, s.logits.data(), pool);
 }
 
 }  // namespace qevict

@@ -39,6 +39,9 @@ class LlamaModel {
   static std::unique_ptr<LlamaModel> Load(const std::string& path);
 
   const LlamaConfig& config() const { return config_; }
+  // Exact products (fp32 activations, fp64 accumulation; see kernels/matmul_exact.h) instead of
+  // the quantized fast kernels: for reference checks, not for speed.
+  void set_exact_matmul(bool exact) { exact_matmul_ = exact; }
   const gguf::File& file() const { return *file_; }
   KvGeometry kv_geometry(int64_t max_tokens) const;
   // RoPE tables for positions [0, max_positions).
@@ -51,7 +54,10 @@ class LlamaModel {
                const Rope& rope, KvCache& cache, ForwardScratch& scratch, ThreadPool& pool) const;
 
  private:
+  void Mul(const WeightView& w, const float* x, int n, float* y, ThreadPool& pool) const;
+
   std::unique_ptr<gguf::File> file_;
+  bool exact_matmul_ = false;
   LlamaConfig config_;
   LlamaWeights weights_;
 };

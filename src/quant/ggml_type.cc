@@ -8,8 +8,8 @@ namespace qevict {
 namespace {
 
 // Block geometry of every type id we know. Types present in the format but without a weight
-// kernel here (Q2_K, Q3_K, activation-only Q8_1/Q8_K) are known but not weight_supported, so a
-// file using them is refused with a clear message instead of misread.
+// kernel here (the activation-only Q8_1/Q8_K) are known but not weight_supported, so a file
+// using them is refused with a clear message instead of misread.
 constexpr std::array<TypeTraits, 15> kTraits = {{
     {GgmlType::kF32, "F32", 1, 4, true},
     {GgmlType::kF16, "F16", 1, 2, true},
@@ -20,8 +20,8 @@ constexpr std::array<TypeTraits, 15> kTraits = {{
     {GgmlType::kQ5_1, "Q5_1", 32, 24, true},
     {GgmlType::kQ8_0, "Q8_0", 32, 34, true},
     {GgmlType::kQ8_1, "Q8_1", 32, 36, false},
-    {GgmlType::kQ2_K, "Q2_K", 256, 84, false},
-    {GgmlType::kQ3_K, "Q3_K", 256, 110, false},
+    {GgmlType::kQ2_K, "Q2_K", 256, 84, true},
+    {GgmlType::kQ3_K, "Q3_K", 256, 110, true},
     {GgmlType::kQ4_K, "Q4_K", 256, 144, true},
     {GgmlType::kQ5_K, "Q5_K", 256, 176, true},
     {GgmlType::kQ6_K, "Q6_K", 256, 210, true},

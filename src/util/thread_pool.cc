@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "util/error.h"
-
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define QEVICT_PAUSE() _mm_pause()
@@ -20,12 +18,12 @@ constexpr int kSpinIterations = 1 << 16;  // ~tens of microseconds before sleepi
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   workers_.reserve(n_threads_ - 1);
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
-  stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
+  stop_.store(true);
+  generation_.fetch_add(1);
   generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
@@ -36,58 +34,62 @@ int ThreadPool::HardwareThreads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-void ThreadPool::WorkerLoop(int index) {
+void ThreadPool::Work() {
+  for (;;) {
+    const int64_t c = next_chunk_.fetch_add(1);
+    if (c >= n_chunks_) return;
+    const int64_t begin = c * chunk_;
+    fn_(ctx_, begin, std::min(n_, begin + chunk_));
+    done_chunks_.fetch_add(1);
+  }
+}
+
+void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
-    uint64_t gen = generation_.load(std::memory_order_acquire);
+    uint64_t gen = generation_.load();
     for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
       QEVICT_PAUSE();
-      gen = generation_.load(std::memory_order_acquire);
+      gen = generation_.load();
     }
     while (gen == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
-      gen = generation_.load(std::memory_order_acquire);
+      generation_.wait(seen);
+      gen = generation_.load();
     }
     seen = gen;
-    if (stop_.load(std::memory_order_acquire)) return;
-    (*job_)(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if (stop_.load()) return;
+    if (gen & 1) continue;  // a job is being written; wait for it to be published
+    // Register, then confirm the job is still the one that woke us: the caller waits for
+    // registered workers only, and a worker that registered late for a finished job finds no
+    // chunk left (or, if a new job started, takes part in that one while registered).
+    active_.fetch_add(1);
+    if (generation_.load() == gen) Work();
+    active_.fetch_sub(1);
   }
 }
 
-void ThreadPool::RunOnAll(const std::function<void(int)>& fn) {
-  if (n_threads_ == 1) {
-    fn(0);
-    return;
-  }
-  std::lock_guard<std::mutex> lock(run_mutex_);
-  job_ = &fn;
-  pending_.store(n_threads_ - 1, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
-  fn(0);
-  while (pending_.load(std::memory_order_acquire) != 0) QEVICT_PAUSE();
-  job_ = nullptr;
-}
-
-void ThreadPool::ParallelFor(int64_t n, int64_t grain,
-                             const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::Run(int64_t n, int64_t grain, ChunkFn fn, void* ctx) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   if (n_threads_ == 1 || n <= grain) {
-    fn(0, n);
+    fn(ctx, 0, n);
     return;
   }
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  generation_.fetch_add(1);  // odd: workers that wake now back off
+  while (active_.load() != 0) QEVICT_PAUSE();  // stragglers of the previous job leave
   // About four chunks per thread balances load without much contention on the counter.
-  const int64_t chunk = std::max(grain, (n + 4 * n_threads_ - 1) / (4 * n_threads_));
-  std::atomic<int64_t> next{0};
-  RunOnAll([&](int) {
-    for (;;) {
-      const int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
-      if (begin >= n) break;
-      fn(begin, std::min(n, begin + chunk));
-    }
-  });
+  chunk_ = std::max(grain, (n + 4 * n_threads_ - 1) / (4 * n_threads_));
+  fn_ = fn;
+  ctx_ = ctx;
+  n_ = n;
+  n_chunks_ = (n + chunk_ - 1) / chunk_;
+  done_chunks_.store(0);
+  next_chunk_.store(0);
+  generation_.fetch_add(1);  // even: published
+  generation_.notify_all();
+  Work();
+  while (done_chunks_.load() != n_chunks_) QEVICT_PAUSE();
 }
 
 }  // namespace qevict

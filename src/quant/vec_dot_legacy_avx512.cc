@@ -1,0 +1,140 @@
+// AVX-512 (VNNI) kernels for Q5_0, Q5_1 and Q8_0 with kQ8Block32 activations (Q4_0 and Q4_1
+// have the faster interleaved kernels of vec_dot_q4_interleaved_avx512.cc).
+//
+// Two blocks (64 values) fill a zmm register. Weight codes are made unsigned (nibbles as they
+// are, Q8_0 shifted by +128) so that one vpdpbusd multiplies them with the signed activation
+// codes; the lanes 0-7 of the result belong to the first block and 8-15 to the second. Each lane
+// is scaled by d_weight (permuted from a vector of 16 block scales gathered once per 16 blocks)
+// times d_activation (the activation row stores every block scale eight times), and the
+// constant part of each block (min, or the offset -8 / -16 / -128 times d) is added once per 16
+// blocks as m * (d_act * sum of activation codes).
+//
+// One pass handles up to four activation rows, so each weight pair is loaded and
+// unpacked once for all of them.
+#include "quant/block32_avx512.h"
+#include "quant/simd_helpers_avx512.h"
+#include "quant/vec_dot_simd.h"
+
+namespace qevict::vec_dot::avx512 {
+namespace {
+
+using block32::LoadPair;
+using block32::PairScales;
+using block32::Q5_0Format;
+using block32::Q5_1Format;
+using block32::Q8_0Format;
+
+template <int T>
+struct ActPointers {
+  const int8_t* qs[T];
+  const float* d_wide[T];
+  const float* sums[T];
+};
+
+// acc[t] += (W_pair . A_t,pair per lane) * d_weight * d_act for the pair of blocks starting at
+// element e. d_weight holds the two blocks' scales in lanes 0-7 and 8-15.
+template <class F, int T, bool kTwo>
+inline void PairStep(const uint8_t* blk, __m512 d_weight, const ActPointers<T>& a, int64_t e, __m512 acc[T]) {
+  PrefetchAhead(blk, 2 * F::kBlockBytes);
+  const __m512i wq = LoadPair<F, kTwo>(blk);
+  for (int t = 0; t < T; ++t) {
+    __m512i codes;
+    __m512 d_act;
+    if constexpr (kTwo) {
+      codes = _mm512_loadu_si512(a.qs[t] + e);
+      d_act = _mm512_loadu_ps(a.d_wide[t] + e / 4);
+    } else {
+      codes = _mm512_maskz_loadu_epi8(0xffffffffu, a.qs[t] + e);
+      d_act = _mm512_maskz_loadu_ps(0x00ff, a.d_wide[t] + e / 4);
+    }
+    const __m512i dot = _mm512_dpbusd_epi32(ZeroInt(), wq, codes);
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d_weight, d_act), acc[t]);
+  }
+}
+
+// out[t] = W . A_t for one weight row with nb blocks and T activation rows.
+template <class F, int T>
+inline void RowDot(int64_t nb, const uint8_t* w, const ActPointers<T>& a, float out[T]) {
+  __m512 acc[T], acc_const[T];
+  for (int t = 0; t < T; ++t) acc[t] = acc_const[t] = _mm512_setzero_ps();
+  const __m512i block_offsets = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(F::kBlockBytes));
+  for (int64_t g = 0; g < nb; g += 16) {
+    const int blocks = nb - g < 16 ? static_cast<int>(nb - g) : 16;
+    const __mmask16 present = static_cast<__mmask16>((1u << blocks) - 1);
+    const uint8_t* base = w + g * F::kBlockBytes;
+    // Scale (and min) of each of the 16 blocks: 32-bit gather of the first 4 bytes.
+    const __m512i head = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), present, block_offsets, base, 1);
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+    __m512 m;
+    if constexpr (F::kHasMin) {
+      m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+    } else {
+      m = _mm512_mul_ps(d, _mm512_set1_ps(F::kOffset));
+    }
+    for (int t = 0; t < T; ++t) {
+      acc_const[t] = _mm512_fmadd_ps(m, _mm512_maskz_loadu_ps(present, a.sums[t] + g), acc_const[t]);
+    }
+    if (blocks == 16) {
+#pragma GCC unroll 8
+      for (int p = 0; p < 8; ++p) {
+        PairStep<F, T, true>(base + 2 * p * F::kBlockBytes, PairScales(d, p), a, (g + 2 * p) * 32, acc);
+      }
+    } else {
+      int p = 0;
+      for (; 2 * p + 1 < blocks; ++p) {
+        PairStep<F, T, true>(base + 2 * p * F::kBlockBytes, PairScales(d, p), a, (g + 2 * p) * 32, acc);
+      }
+      if (2 * p < blocks) {
+        PairStep<F, T, false>(base + 2 * p * F::kBlockBytes, PairScales(d, p), a, (g + 2 * p) * 32, acc);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = HorizontalSum(_mm512_add_ps(acc[t], acc_const[t]));
+}
+
+template <class F, int T>
+void Rows(int64_t n, const uint8_t* w, size_t w_stride, int n_rows, const uint8_t* act, size_t act_stride,
+          float* out, int64_t out_stride) {
+  ActPointers<T> a;
+  for (int t = 0; t < T; ++t) {
+    const uint8_t* row = act + t * act_stride;
+    a.qs[t] = reinterpret_cast<const int8_t*>(row);
+    a.d_wide[t] = reinterpret_cast<const float*>(row + ActScaleOffset(n));
+    a.sums[t] = reinterpret_cast<const float*>(row + ActSumOffset32(n));
+  }
+  for (int r = 0; r < n_rows; ++r) {
+    float result[T];
+    RowDot<F, T>(n / 32, w + r * w_stride, a, result);
+    for (int t = 0; t < T; ++t) out[t * out_stride + r] = result[t];
+  }
+}
+
+template <class F>
+void Tile(int64_t n, const uint8_t* w, size_t w_stride, int n_rows, const uint8_t* act, size_t act_stride,
+          int n_tok, float* out, int64_t out_stride) {
+  // At most four tokens per pass (register budget); larger tiles are done in two passes.
+  for (int t0 = 0; t0 < n_tok; t0 += 4) {
+    const uint8_t* a = act + t0 * act_stride;
+    float* o = out + t0 * out_stride;
+    switch (n_tok - t0) {
+      case 1: Rows<F, 1>(n, w, w_stride, n_rows, a, act_stride, o, out_stride); break;
+      case 2: Rows<F, 2>(n, w, w_stride, n_rows, a, act_stride, o, out_stride); break;
+      case 3: Rows<F, 3>(n, w, w_stride, n_rows, a, act_stride, o, out_stride); break;
+      default: Rows<F, 4>(n, w, w_stride, n_rows, a, act_stride, o, out_stride); break;
+    }
+  }
+}
+
+}  // namespace
+
+DotTileFn LegacyTile(GgmlType weight_type) {
+  switch (weight_type) {
+    case GgmlType::kQ5_0: return Tile<Q5_0Format>;
+    case GgmlType::kQ5_1: return Tile<Q5_1Format>;
+    case GgmlType::kQ8_0: return Tile<Q8_0Format>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace qevict::vec_dot::avx512
