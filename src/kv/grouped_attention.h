@@ -6,6 +6,17 @@
 // Work is split over (query, KV head) pairs and, when there are too few of those for the threads
 // (decoding), over key ranges whose softmax partials are merged afterwards. No n x n matrix is
 // ever formed: scratch is one row of scores per query group.
+//
+// An optional observer sees the softmax probabilities without changing any arithmetic (the
+// outputs are bit-identical with and without one); the tiered cache uses it to accumulate the
+// attention mass of each window inside the same pass:
+//   Prepare(n, splits, visible)                    before the parallel loop
+//   OnItem(item, i, h, begin, end, probs, ld, sums) probs[g*ld + j] = exp(score - item max) of
+//                                                   query i, head h*group+g, key begin+j;
+//                                                   sums[g] = their sum (called in parallel)
+//   OnShare(i, h, split, g, share)                 only when splits > 1: the fraction of the
+//                                                   total probability of (i, h*group+g) that
+//                                                   lies in that split (serial, after merging)
 #pragma once
 
 #include <algorithm>
@@ -19,21 +30,26 @@
 
 namespace qevict {
 
-template <class ScoreFn, class AccumulateFn>
-void GroupedAttention(const KvGeometry& geo, int n, const int32_t* pos, const float* q,
-                      float* out, ThreadPool& pool, const int32_t* stored_pos, int64_t n_stored,
-                      ScoreFn&& score, AccumulateFn&& accumulate) {
+// Observer that observes nothing (compiles away).
+struct NoAttentionObserver {
+  static constexpr bool kEnabled = false;
+  void Prepare(int, int64_t, const int64_t*) {}
+  void OnItem(int64_t, int, int, int64_t, int64_t, const float*, int64_t, const float*) {}
+  void OnShare(int, int, int64_t, int, float) {}
+};
+
+// visible[i]: how many stored keys (a prefix in storage order) query i may attend.
+template <class ScoreFn, class AccumulateFn, class Observer>
+void GroupedAttentionOverPrefix(const KvGeometry& geo, int n, const int64_t* visible,
+                                const float* q, float* out, ThreadPool& pool, ScoreFn&& score,
+                                AccumulateFn&& accumulate, Observer& observer) {
   const int n_kv = geo.n_kv_heads;
   const int group = geo.n_heads / n_kv;
   const int hd = geo.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-  std::vector<int64_t> visible(n);
   int64_t max_visible = 0;
-  for (int i = 0; i < n; ++i) {
-    visible[i] = std::upper_bound(stored_pos, stored_pos + n_stored, pos[i]) - stored_pos;
-    max_visible = std::max(max_visible, visible[i]);
-  }
+  for (int i = 0; i < n; ++i) max_visible = std::max(max_visible, visible[i]);
 
   const int64_t pairs = static_cast<int64_t>(n) * n_kv;
   const int64_t want_items = 4 * static_cast<int64_t>(pool.size());
@@ -43,7 +59,14 @@ void GroupedAttention(const KvGeometry& geo, int n, const int32_t* pos, const fl
   }
   const int64_t items = pairs * splits;
   const int64_t partial_floats = static_cast<int64_t>(group) * (hd + 2);
-  std::vector<float> partials(static_cast<size_t>(items * partial_floats));
+  // Every float of every item's partial is written below, so the buffer is reused as is.
+  // (A thread_local of the calling thread; workers reach it through the pointer.)
+  thread_local std::vector<float> partial_buffer;
+  if (partial_buffer.size() < static_cast<size_t>(items * partial_floats)) {
+    partial_buffer.resize(static_cast<size_t>(items * partial_floats));
+  }
+  float* const partials = partial_buffer.data();
+  if constexpr (Observer::kEnabled) observer.Prepare(n, splits, visible);
 
   pool.ParallelFor(items, 1, [&](int64_t first, int64_t last) {
     thread_local std::vector<float> scores;
@@ -54,7 +77,7 @@ void GroupedAttention(const KvGeometry& geo, int n, const int32_t* pos, const fl
       const int i = static_cast<int>(pair / n_kv);
       const int64_t begin = visible[i] * s / splits;
       const int64_t end = visible[i] * (s + 1) / splits;
-      float* part = partials.data() + item * partial_floats;
+      float* part = partials + item * partial_floats;
       float* maxes = part;
       float* sums = part + group;
       float* acc = part + 2 * group;
@@ -73,6 +96,9 @@ void GroupedAttention(const KvGeometry& geo, int n, const int32_t* pos, const fl
         sums[g] = ExpShiftSum(scores.data() + g * m, m, maxes[g]);
       }
       accumulate(h, begin, end, scores.data(), group, m, acc);
+      if constexpr (Observer::kEnabled) {
+        observer.OnItem(item, i, h, begin, end, scores.data(), m, sums);
+      }
     }
   });
 
@@ -88,7 +114,7 @@ void GroupedAttention(const KvGeometry& geo, int n, const int32_t* pos, const fl
       std::fill(o, o + hd, 0.0f);
       float total = 0.0f;
       for (int64_t s = 0; s < splits; ++s) {
-        const float* part = partials.data() + (pair * splits + s) * partial_floats;
+        const float* part = partials + (pair * splits + s) * partial_floats;
         if (part[group + g] == 0.0f) continue;
         const float w = std::exp(part[g] - global_max);
         total += part[group + g] * w;
@@ -97,8 +123,32 @@ void GroupedAttention(const KvGeometry& geo, int n, const int32_t* pos, const fl
       }
       const float inv = total > 0.0f ? 1.0f / total : 0.0f;
       for (int d = 0; d < hd; ++d) o[d] *= inv;
+      if constexpr (Observer::kEnabled) {
+        if (splits > 1) {
+          for (int64_t s = 0; s < splits; ++s) {
+            const float* part = partials + (pair * splits + s) * partial_floats;
+            if (part[group + g] == 0.0f) continue;
+            observer.OnShare(i, h, s, g, part[group + g] * std::exp(part[g] - global_max) * inv);
+          }
+        }
+      }
     }
   }
+}
+
+// Storage positions stored_pos[0..n_stored) are non-decreasing; query i attends the prefix of
+// keys whose position is <= pos[i].
+template <class ScoreFn, class AccumulateFn>
+void GroupedAttention(const KvGeometry& geo, int n, const int32_t* pos, const float* q,
+                      float* out, ThreadPool& pool, const int32_t* stored_pos, int64_t n_stored,
+                      ScoreFn&& score, AccumulateFn&& accumulate) {
+  thread_local std::vector<int64_t> visible;
+  visible.resize(n);
+  for (int i = 0; i < n; ++i) {
+    visible[i] = std::upper_bound(stored_pos, stored_pos + n_stored, pos[i]) - stored_pos;
+  }
+  NoAttentionObserver none;
+  GroupedAttentionOverPrefix(geo, n, visible.data(), q, out, pool, score, accumulate, none);
 }
 
 }  // namespace qevict

@@ -48,6 +48,16 @@ struct KvStats {
   bool infeasible = false;  // the policy cannot meet the budget (kivi); explained in `note`
   std::string note;
 
+  // Finer diagnostics of the tiered cache (left 0 by `full` unless stated).
+  int64_t peak_fp16_bytes = 0;      // max of fp16_bytes over the run
+  int64_t peak_quant_bytes = 0;     // max of quant_bytes over the run
+  int64_t prefill_peak_bytes = 0;   // max resident bytes while prompt tokens were stored
+  int64_t mean_resident_bytes = 0;  // mean over batches since the first routing step
+  int64_t mean_fp16_bytes = 0;
+  int64_t mean_quant_bytes = 0;
+  int64_t cold_peak_bytes = 0;      // max of cold_bytes
+  int64_t pool_reserved_bytes = 0;  // mapped by the block allocator (>= fp16 + quant bytes)
+
   int64_t resident_bytes() const { return fp16_bytes + quant_bytes + meta_bytes; }
 };
 

@@ -1,0 +1,125 @@
+#include "kv/kv_config.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace qevict {
+namespace {
+
+std::string JoinNames() {
+  std::string joined;
+  for (std::string_view name : KnownKvPolicyNames()) {
+    if (!joined.empty()) joined += ", ";
+    joined += name;
+  }
+  return joined;
+}
+
+void Require(bool ok, const std::string& message) {
+  if (!ok) throw Error(message);
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& KnownKvPolicyNames() {
+  static const std::vector<std::string_view> names = {
+      "full", "streaming", "h2o", "tova", "snapkv", "pyramidkv", "kivi", "mikv", "qevict"};
+  return names;
+}
+
+void KvConfig::Validate() const {
+  const auto& names = KnownKvPolicyNames();
+  Require(std::find(names.begin(), names.end(), policy) != names.end(),
+          "unknown --kv-policy '" + policy + "' (expected one of: " + JoinNames() + ")");
+  Require(std::isfinite(budget) && budget > 0.0 && budget <= 1.0,
+          "--kv-budget must be in (0, 1] (a fraction of the fp16 cache of prompt + new tokens), got " +
+              std::to_string(budget));
+  Require(budget_bytes == -1 || budget_bytes > 0,
+          "--kv-budget-bytes must be a positive number of bytes, got " +
+              std::to_string(budget_bytes));
+  Require(budget_bytes == -1 || budget == 1.0,
+          "give either --kv-budget or --kv-budget-bytes, not both");
+  Require(policy != "full" || (budget == 1.0 && budget_bytes == -1),
+          "--kv-policy full keeps every token and cannot meet a budget; choose a compressing policy "
+          "(e.g. qevict) to use --kv-budget / --kv-budget-bytes");
+  Require(window >= 1 && window <= 1024, "--kv-window must be in [1, 1024], got " +
+                                             std::to_string(window));
+  Require(sinks >= 0 && sinks <= 1024, "--kv-sinks must be in [0, 1024], got " +
+                                           std::to_string(sinks));
+  Require(recent >= 0 && recent <= 1 << 20, "--kv-recent must be >= 0, got " +
+                                                std::to_string(recent));
+  Require(bits == 2 || bits == 4 || bits == 8,
+          "--kv-bits must be 2, 4 or 8, got " + std::to_string(bits));
+  Require(value_group >= 1, "value group must be >= 1, got " + std::to_string(value_group));
+  Require(route_every >= 1, "--kv-route-every must be >= 1, got " + std::to_string(route_every));
+  Require(std::isfinite(q_share) && q_share >= 0.0 && q_share <= 1.0,
+          "--kv-q-share must be in [0, 1], got " + std::to_string(q_share));
+  Require(std::isfinite(hysteresis) && hysteresis >= 0.0,
+          "--kv-hysteresis must be >= 0, got " + std::to_string(hysteresis));
+  Require(prefill_chunk >= 0, "--kv-prefill-chunk must be >= 0 (0 = route only after the "
+                              "prompt), got " + std::to_string(prefill_chunk));
+  Require(std::isfinite(score_decay) && score_decay > 0.0 && score_decay <= 1.0,
+          "score decay must be in (0, 1], got " + std::to_string(score_decay));
+  Require(snapkv_window >= 1, "snapkv observation window must be >= 1, got " +
+                                  std::to_string(snapkv_window));
+  Require(snapkv_kernel >= 1 && snapkv_kernel % 2 == 1,
+          "snapkv pooling kernel must be odd and >= 1, got " + std::to_string(snapkv_kernel));
+  Require(std::isfinite(pyramid_beta) && pyramid_beta >= 1.0,
+          "pyramidkv beta must be >= 1, got " + std::to_string(pyramid_beta));
+}
+
+RecoveryFidelity ParseRecoveryFidelity(std::string_view text) {
+  if (text == "paper") return RecoveryFidelity::kPaper;
+  if (text == "exact") return RecoveryFidelity::kExact;
+  throw Error("--kv-recovery must be 'paper' or 'exact', got '" + std::string(text) + "'");
+}
+
+ScoreMode ParseScoreMode(std::string_view text) {
+  if (text == "cumulative") return ScoreMode::kCumulative;
+  if (text == "decay") return ScoreMode::kDecay;
+  if (text == "normalized") return ScoreMode::kNormalized;
+  throw Error("--kv-score must be 'cumulative', 'decay' or 'normalized', got '" +
+              std::string(text) + "'");
+}
+
+const char* RecoveryFidelityName(RecoveryFidelity fidelity) {
+  return fidelity == RecoveryFidelity::kExact ? "exact" : "paper";
+}
+
+const char* ScoreModeName(ScoreMode mode) {
+  switch (mode) {
+    case ScoreMode::kDecay: return "decay";
+    case ScoreMode::kNormalized: return "normalized";
+    default: return "cumulative";
+  }
+}
+
+const std::vector<KvOptionDoc>& KvOptionDocs() {
+  static const std::vector<KvOptionDoc> docs = {
+      {"--kv-policy", "qevict", "cache policy: full streaming h2o tova snapkv pyramidkv kivi mikv qevict", false},
+      {"--kv-budget", "1.0", "resident KV bytes as a fraction of the fp16 cache of prompt + new tokens (1.0 = no limit)", false},
+      {"--kv-budget-bytes", "-1", "absolute cap on resident KV bytes (replaces --kv-budget)", false},
+      {"--kv-bits", "2", "bit-width of the quantized tier: 2, 4 or 8", false},
+      {"--kv-window", "8", "W: tokens per window (the unit of tier decisions)", false},
+      {"--kv-sinks", "5", "S: first tokens kept in fp16", false},
+      {"--kv-recent", "32", "R: last tokens kept in fp16", false},
+      {"--kv-route-every", "8", "Ω: generated tokens between routing steps", false},
+      {"--kv-q-share", "0.5", "share of the band's bytes given to the quantized tier", true},
+      {"--kv-recovery", "paper", "promoted windows hold dequantized codes (paper) or exact fp16 originals from a cold store (exact)", false},
+      {"--kv-prefill-chunk", "0", "route after every prompt chunk of this many tokens (0 = only after the prompt)", false},
+      {"--kv-hysteresis", "0", "a quantized window is promoted only if its score beats the fp16 window's by this fraction", true},
+      {"--kv-score", "cumulative", "importance: cumulative (H2O), decay, normalized (ZipCache)", true},
+      {"(config) score_decay", "0.95", "per-query decay factor of --kv-score decay", true},
+      {"(config) value_group", "32", "values are quantized per token in groups of this many channels", true},
+      {"(config) snapkv_window", "32", "snapkv/pyramidkv: last prompt queries that score the prompt", false},
+      {"(config) snapkv_kernel", "7", "snapkv/pyramidkv: max-pool kernel over token scores", false},
+      {"(config) pyramid_beta", "20", "pyramidkv: last layer's band budget is mean/beta, linear in depth", false},
+      {"(config) cold_store_dir", "$TMPDIR or /tmp", "directory of the exact-recovery cold-store file", true},
+      {"--kv-stats", "off", "print cache statistics after a run", false},
+  };
+  return docs;
+}
+
+}  // namespace qevict

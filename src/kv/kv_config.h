@@ -1,0 +1,80 @@
+// Every option of the KV cache: which policy, the byte budget, the window geometry of the tiered
+// cache and the parameters of each policy. Defaults follow docs/qevict-spec.md; values the spec
+// marks *(choice)* are ours and are flagged in KvOptionDocs() and docs/kv-cache.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qevict {
+
+// What a promoted window holds (spec, "Recovery fidelity").
+enum class RecoveryFidelity {
+  kPaper,  // the dequantized codes: detail lost at the first demotion stays lost
+  kExact,  // the fp16 original, read back from a memory-mapped cold store
+};
+
+// How attention mass becomes a window's importance (spec, "Importance score").
+enum class ScoreMode {
+  kCumulative,  // plain sum over all queries (H2O)
+  kDecay,       // exponentially decayed sum: score = decay^n * score + mass of the n new queries
+  kNormalized,  // sum divided by the number of queries that could attend the window (ZipCache)
+};
+
+struct KvConfig {
+  std::string policy = "qevict";  // see PolicyNames() (src/policy/registry.h)
+
+  // Budget: a fraction of the fp16 cache of the whole run (prompt + max_new_tokens), or an
+  // absolute byte cap. budget == 1.0 without budget_bytes means "no limit".
+  double budget = 1.0;
+  int64_t budget_bytes = -1;  // > 0 replaces `budget`
+
+  // Tiered cache geometry.
+  int window = 8;        // W: tokens per window
+  int sinks = 5;         // S: first tokens, always fp16
+  int recent = 32;       // R: last tokens, always fp16
+  int bits = 2;          // Q tier bit-width: 2, 4 or 8
+  int value_group = 32;  // values are quantized per token in groups of this many channels (choice)
+
+  // Routing.
+  int route_every = 8;        // Ω: generated tokens between routing steps
+  double q_share = 0.5;       // share of the band's bytes given to the Q tier (choice)
+  double hysteresis = 0.0;    // a Q window must beat an FP window's score by this fraction (choice)
+  int prefill_chunk = 0;      // > 0: route after every prompt chunk (the engine feeds chunks this size)
+  ScoreMode score = ScoreMode::kCumulative;
+  double score_decay = 0.95;  // per query, for ScoreMode::kDecay (choice)
+  RecoveryFidelity recovery = RecoveryFidelity::kPaper;
+  std::string cold_store_dir;  // exact recovery: directory of the cold-store file ("" = $TMPDIR or /tmp)
+
+  // Baseline parameters.
+  int snapkv_window = 32;     // observation window: last prompt queries whose attention is scored
+  int snapkv_kernel = 7;      // 1-D max-pool kernel over token scores
+  double pyramid_beta = 20.0; // pyramidkv: the last layer gets 1/beta of the mean band budget
+
+  bool print_stats = false;  // --kv-stats: the CLI prints KvStats after a run (not used by the cache)
+
+  // Throws qevict::Error naming the option and the accepted values when one is out of range.
+  void Validate() const;
+};
+
+RecoveryFidelity ParseRecoveryFidelity(std::string_view text);  // "paper" | "exact"; throws Error
+ScoreMode ParseScoreMode(std::string_view text);  // "cumulative" | "decay" | "normalized"; throws
+const char* RecoveryFidelityName(RecoveryFidelity fidelity);
+const char* ScoreModeName(ScoreMode mode);
+
+// Names of every policy CreateKvCache() accepts, in a fixed order (validated by KvConfig).
+const std::vector<std::string_view>& KnownKvPolicyNames();
+
+// One line per option, for --help texts and docs: CLI flag, default, meaning, and whether the
+// default is our choice (the spec leaves it open) rather than the paper's.
+struct KvOptionDoc {
+  const char* flag;
+  const char* default_value;
+  const char* help;
+  bool our_choice;
+};
+const std::vector<KvOptionDoc>& KvOptionDocs();
+
+}  // namespace qevict

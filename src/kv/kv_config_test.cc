@@ -1,0 +1,89 @@
+#include "kv/kv_config.h"
+
+#include <gtest/gtest.h>
+
+#include "util/error.h"
+
+namespace qevict {
+namespace {
+
+void ExpectRejected(KvConfig config, const std::string& fragment) {
+  try {
+    config.Validate();
+    FAIL() << "accepted a bad config (expected: " << fragment << ")";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(KvConfig, DefaultsFollowTheSpec) {
+  KvConfig c;
+  EXPECT_NO_THROW(c.Validate());
+  EXPECT_EQ(c.window, 8);
+  EXPECT_EQ(c.sinks, 5);
+  EXPECT_EQ(c.recent, 32);
+  EXPECT_EQ(c.bits, 2);
+  EXPECT_EQ(c.route_every, 8);
+  EXPECT_DOUBLE_EQ(c.q_share, 0.5);
+  EXPECT_EQ(c.recovery, RecoveryFidelity::kPaper);
+  EXPECT_DOUBLE_EQ(c.hysteresis, 0.0);
+  EXPECT_EQ(c.score, ScoreMode::kCumulative);
+  EXPECT_EQ(c.snapkv_window, 32);
+  EXPECT_EQ(c.snapkv_kernel, 7);
+  EXPECT_DOUBLE_EQ(c.budget, 1.0);
+  EXPECT_EQ(c.budget_bytes, -1);
+}
+
+TEST(KvConfig, RejectsBadValuesWithClearMessages) {
+  KvConfig c;
+  c.budget = 0.0;
+  ExpectRejected(c, "--kv-budget must be in (0, 1]");
+  c.budget = 1.5;
+  ExpectRejected(c, "--kv-budget must be in (0, 1]");
+  c = KvConfig{};
+  c.bits = 3;
+  ExpectRejected(c, "--kv-bits must be 2, 4 or 8");
+  c = KvConfig{};
+  c.window = 0;
+  ExpectRejected(c, "--kv-window");
+  c = KvConfig{};
+  c.policy = "lru";
+  ExpectRejected(c, "unknown --kv-policy 'lru'");
+  c = KvConfig{};
+  c.q_share = 1.2;
+  ExpectRejected(c, "--kv-q-share");
+  c = KvConfig{};
+  c.budget = 0.5;
+  c.budget_bytes = 1000;
+  ExpectRejected(c, "not both");
+  c = KvConfig{};
+  c.policy = "full";
+  c.budget = 0.2;
+  ExpectRejected(c, "full keeps every token");
+  c = KvConfig{};
+  c.snapkv_kernel = 4;
+  ExpectRejected(c, "odd");
+  c = KvConfig{};
+  c.route_every = 0;
+  ExpectRejected(c, "--kv-route-every");
+  c = KvConfig{};
+  c.budget_bytes = 0;
+  ExpectRejected(c, "--kv-budget-bytes");
+}
+
+TEST(KvConfig, ParsesEnumsAndListsOptions) {
+  EXPECT_EQ(ParseScoreMode("decay"), ScoreMode::kDecay);
+  EXPECT_EQ(ParseScoreMode("normalized"), ScoreMode::kNormalized);
+  EXPECT_EQ(ParseRecoveryFidelity("exact"), RecoveryFidelity::kExact);
+  EXPECT_THROW(ParseScoreMode("sum"), Error);
+  EXPECT_THROW(ParseRecoveryFidelity("lossy"), Error);
+  EXPECT_EQ(KnownKvPolicyNames().size(), 9u);
+  bool q_share_is_choice = false;
+  for (const KvOptionDoc& d : KvOptionDocs()) {
+    if (std::string(d.flag) == "--kv-q-share") q_share_is_choice = d.our_choice;
+  }
+  EXPECT_TRUE(q_share_is_choice);
+}
+
+}  // namespace
+}  // namespace qevict

@@ -1,0 +1,39 @@
+// Attention building blocks over one quantized window (layout in kv/kv_quantizer.h). Keys are
+// dequantized and rotated to their original positions in fp32 at read time, values are
+// dequantized, one row at a time in registers/L1: nothing is written back and no dense cache is
+// rebuilt. The same contract as ScoreFp16Keys / AccumulateFp16Values (kernels/attention.h).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/rope.h"
+#include "kv/kv_quantizer.h"
+
+namespace qevict {
+
+// scores[qi * ld + j] = scale * dot(q[qi], rope(key[t0 + j], positions[j])) for j < t1 - t0.
+void ScoreQuantKeys(const QuantLayout& layout, const uint8_t* block, int head, int t0, int t1,
+                    const int32_t* positions, const Rope& rope, const float* q, int n_q,
+                    float scale, float* scores, int64_t ld);
+
+// out[qi] += sum_j p[qi * ld + j] * value[t0 + j] for j < t1 - t0.
+void AccumulateQuantValues(const QuantLayout& layout, const uint8_t* block, int head, int t0,
+                           int t1, const float* p, int n_q, int64_t ld, float* out);
+
+// Rows [t0, t1) of one head's keys, dequantized and rotated: out[(t - t0) * head_dim + d].
+void DequantizeRotatedKeys(const QuantLayout& layout, const uint8_t* block, int head, int t0,
+                           int t1, const int32_t* positions, const Rope& rope, float* out);
+
+namespace quant_attention_impl {
+// AVX2 versions, chosen at run time when the shapes suit them (head_dim a multiple of 8 and of
+// the packing group, RoPE over all of head_dim).
+bool Avx2SupportsKeys(const QuantLayout& layout, const Rope& rope);
+bool Avx2SupportsValues(const QuantLayout& layout);
+void ScoreQuantKeysAvx2(const QuantLayout& layout, const uint8_t* block, int head, int t0, int t1,
+                        const int32_t* positions, const Rope& rope, const float* q, int n_q,
+                        float scale, float* scores, int64_t ld);
+void AccumulateQuantValuesAvx2(const QuantLayout& layout, const uint8_t* block, int head, int t0,
+                               int t1, const float* p, int n_q, int64_t ld, float* out);
+}  // namespace quant_attention_impl
+
+}  // namespace qevict

@@ -1,0 +1,92 @@
+// "A policy decides, the cache applies." At every routing step the tiered cache describes the
+// evictable band of each layer (windows, tiers, scores, byte budget) in a RoutingContext; a
+// Policy reads it and writes a Plan (a target tier per band window); only the cache mutates its
+// storage when it applies the plan. Policies therefore run on synthetic contexts in unit tests.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "kv/kv_config.h"
+
+namespace qevict {
+
+enum class Tier : uint8_t {
+  kFp16 = 0,     // keys (after RoPE) and values in fp16
+  kQuant = 1,    // b-bit codes + fp16 scales/zeros, dequantized inside attention
+  kEvicted = 2,  // nothing stored; never comes back
+};
+const char* TierName(Tier tier);
+
+// One resident window of a layer's evictable band, as a policy sees it.
+struct BandWindow {
+  int64_t index = 0;      // window number within the layer (0 = first window after the sinks)
+  int32_t first_pos = 0;  // position of its first token
+  Tier tier = Tier::kFp16;
+  float score = 0.0f;      // importance per KvConfig::score, over every query so far
+  float last_mass = 0.0f;  // attention mass from the latest query, averaged over heads
+};
+
+struct LayerBand {
+  std::span<const BandWindow> windows;  // in position order (oldest first)
+  // Policies that ask for it (Policy::wants_observation) get, right after a prompt batch, the
+  // attention of the last snapkv_window prompt queries (softmax, summed over those queries and
+  // averaged over heads) on every resident token of the layer: sinks first, then each resident
+  // window's tokens in order. Resident window j's tokens start at observation_offsets[j]: band
+  // windows first, then the recent ones (indices first_recent_index, +1, ...).
+  std::span<const float> observation;
+  std::span<const int64_t> observation_offsets;
+  // Index of the first window after the band (the oldest recent window, or the next window to
+  // be created). Recent windows are first_recent_index, +1, ... and their tokens follow the
+  // band's in `observation`.
+  int64_t first_recent_index = 0;
+  // Bytes this layer's band may hold (windows and their metadata); kUnlimited when there is no
+  // budget. A layer never gives bytes to another one.
+  int64_t budget_bytes = 0;
+};
+
+struct RoutingContext {
+  static constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+
+  const KvConfig* config = nullptr;
+  std::span<const LayerBand> layers;
+  int64_t fp_window_bytes = 0;  // one window in the fp16 tier, metadata included
+  int64_t q_window_bytes = 0;   // one window in the quantized tier, metadata included
+  BatchKind trigger = BatchKind::kPromptEnd;  // the batch that ended before this step
+  bool first_routing = false;                 // the first routing step of the run
+  int64_t routing_step = 0;                   // 0, 1, 2, ... within the run
+};
+
+struct Plan {
+  std::vector<std::vector<Tier>> targets;  // [layer][band window] target tier
+  bool infeasible = false;  // the policy cannot meet the budget (the cache then may exceed it)
+  std::string note;         // why, for KvStats::note
+
+  // Sizes targets like the context and fills them with the windows' current tiers.
+  void ResetTo(const RoutingContext& context);
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+
+  virtual void BeginRun() {}
+  // Whether the cache must accumulate attention mass per window (score, last_mass).
+  virtual bool wants_scores() const { return true; }
+  // Whether the cache must provide LayerBand::observation after prompt batches.
+  virtual bool wants_observation() const { return false; }
+  // Relative share of the total band budget for each layer (default: equal shares).
+  virtual void LayerBudgetWeights(int n_layers, std::vector<double>* weights) const {
+    weights->assign(n_layers, 1.0);
+  }
+  // Writes the target tier of every band window into plan (already reset to current tiers).
+  // The cache refuses kEvicted -> anything and checks the result against the budgets unless the
+  // plan is marked infeasible.
+  virtual void Route(const RoutingContext& context, Plan* plan) = 0;
+};
+
+}  // namespace qevict

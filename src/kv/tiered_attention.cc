@@ -1,0 +1,237 @@
+// Attention of the tiered cache: GroupedAttentionOverPrefix over the resident keys in position
+// order (sinks, then each resident window), with callbacks that dispatch each window to the fp16
+// or the quantized kernel. Ranges are cut only at window boundaries and every kernel treats keys
+// independently (scores) or in key order (values), so with every window in fp16 the outputs are
+// bit-identical to FullCache's.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kv/grouped_attention.h"
+#include "kv/quant_attention.h"
+#include "kv/tiered_cache.h"
+
+namespace qevict {
+namespace {
+
+// Windows live in separate blocks, so the hardware prefetchers cannot see the next one coming:
+// ask for the first lines of the head's part of a window a little ahead.
+inline void PrefetchLines(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, 0, 3);
+}
+
+constexpr int kPrefetchWindows = 2;  // how far ahead
+
+}  // namespace
+
+void TieredCache::PrefetchWindow(const LayerState& l, size_t k, int head, bool keys) const {
+  if (k >= l.windows.size()) return;
+  const WindowRecord& w = l.windows[k];
+  const int hd = geo_.head_dim;
+  if (w.tier == Tier::kFp16) {
+    PrefetchLines(keys ? FpK(w, head) : FpV(w, head), std::min<int64_t>(int64_t{window_} * hd * 2, 2048));
+    return;
+  }
+  const uint8_t* block = q_pool_.data(w.block);
+  const int64_t rows = int64_t{window_} * qlayout_.row_bytes;
+  if (keys) {
+    PrefetchLines(block + qlayout_.key_codes + head * rows, rows);
+    PrefetchLines(block + qlayout_.key_scales + int64_t{head} * hd * 2, hd * 2);
+    PrefetchLines(block + qlayout_.key_zeros + int64_t{head} * hd * 2, hd * 2);
+  } else {
+    const int64_t params = int64_t{window_} * qlayout_.value_groups * 2;
+    PrefetchLines(block + qlayout_.value_codes + head * rows, rows);
+    PrefetchLines(block + qlayout_.value_scales + head * params, params);
+    PrefetchLines(block + qlayout_.value_zeros + head * params, params);
+  }
+}
+
+void TieredCache::ScoreRange(int layer, int head, int64_t begin, int64_t end, const float* q,
+                             int n_q, float* scores, int64_t ld, float scale) const {
+  const LayerState& l = layers_[layer];
+  const int hd = geo_.head_dim;
+  const int sink = SinkTokens(l);
+  int64_t r = begin;
+  if (r < sink) {
+    const int64_t n = std::min<int64_t>(end, sink) - r;
+    ScoreFp16Keys(q, n_q, SinkK(l, head) + r * hd, hd, n, hd, scale, scores, ld);
+    r += n;
+  }
+  while (r < end) {
+    const int64_t k = (r - sink) / window_;
+    const int o = static_cast<int>((r - sink) % window_);
+    const int len = static_cast<int>(std::min<int64_t>(window_ - o, end - r));
+    const WindowRecord& w = l.windows[k];
+    if (o == 0) PrefetchWindow(l, k + kPrefetchWindows, head, /*keys=*/true);
+    float* dst = scores + (r - begin);
+    if (w.tier == Tier::kFp16) {
+      ScoreFp16Keys(q, n_q, FpK(w, head) + o * hd, hd, len, hd, scale, dst, ld);
+    } else {
+      ScoreQuantKeys(qlayout_, q_pool_.data(w.block), head, o, o + len,
+                     pos_.data() + FirstToken(w.index) + o, rope_, q, n_q, scale, dst, ld);
+    }
+    r += len;
+  }
+}
+
+void TieredCache::AccumulateRange(int layer, int head, int64_t begin, int64_t end, const float* p,
+                                  int n_q, int64_t ld, float* acc) const {
+  const LayerState& l = layers_[layer];
+  const int hd = geo_.head_dim;
+  const int sink = SinkTokens(l);
+  int64_t r = begin;
+  if (r < sink) {
+    const int64_t n = std::min<int64_t>(end, sink) - r;
+    AccumulateFp16Values(p, n_q, ld, SinkV(l, head) + r * hd, hd, n, hd, acc);
+    r += n;
+  }
+  while (r < end) {
+    const int64_t k = (r - sink) / window_;
+    const int o = static_cast<int>((r - sink) % window_);
+    const int len = static_cast<int>(std::min<int64_t>(window_ - o, end - r));
+    const WindowRecord& w = l.windows[k];
+    if (o == 0) PrefetchWindow(l, k + kPrefetchWindows, head, /*keys=*/false);
+    const float* pw = p + (r - begin);
+    if (w.tier == Tier::kFp16) {
+      AccumulateFp16Values(pw, n_q, ld, FpV(w, head) + o * hd, hd, len, hd, acc);
+    } else {
+      AccumulateQuantValues(qlayout_, q_pool_.data(w.block), head, o, o + len, pw, n_q, ld, acc);
+    }
+    r += len;
+  }
+}
+
+void TieredCache::Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
+                         ThreadPool& pool) {
+  LayerState& l = layers_[layer];
+  if (static_cast<int>(visible_.size()) < n) visible_.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const int64_t logical = std::upper_bound(pos_.data(), pos_.data() + l.count, pos[i]) -
+                            pos_.data();
+    visible_[i] = ResidentPrefix(l, logical);
+  }
+  auto score = [&](int head, int64_t begin, int64_t end, const float* qg, int n_q,
+                   float* scores, int64_t ld, float scale) {
+    ScoreRange(layer, head, begin, end, qg, n_q, scores, ld, scale);
+  };
+  auto accumulate = [&](int head, int64_t begin, int64_t end, const float* p, int n_q,
+                        int64_t ld, float* acc) {
+    AccumulateRange(layer, head, begin, end, p, n_q, ld, acc);
+  };
+  if (scoring_) {
+    mass_.Begin(SinkTokens(l), 1 + static_cast<int64_t>(l.windows.size()));
+    GroupedAttentionOverPrefix(geo_, n, visible_.data(), q, out, pool, score, accumulate, mass_);
+    mass_.Finish();
+    UpdateScores(l, n, visible_.data());
+  } else {
+    NoAttentionObserver none;
+    GroupedAttentionOverPrefix(geo_, n, visible_.data(), q, out, pool, score, accumulate, none);
+  }
+  if (observing_) RememberQueries(l, n, pos, q);
+}
+
+void TieredCache::UpdateScores(LayerState& l, int n, const int64_t* visible) {
+  const float* mass = mass_.mass();
+  const float* last = mass_.last_mass();
+  const bool decay = config_.score == ScoreMode::kDecay;
+  const bool normalized = config_.score == ScoreMode::kNormalized;
+  const float factor = decay ? static_cast<float>(std::pow(config_.score_decay, n)) : 1.0f;
+  const int sink = SinkTokens(l);
+  for (size_t k = 0; k < l.windows.size(); ++k) {
+    WindowRecord& w = l.windows[k];
+    w.mass_sum = decay ? w.mass_sum * factor + mass[1 + k] : w.mass_sum + mass[1 + k];
+    w.last_mass = last[1 + k];
+    if (normalized) {
+      // Queries that saw at least the window's first key (visible is non-decreasing).
+      const int64_t first = sink + static_cast<int64_t>(k) * window_;
+      w.observers += static_cast<float>(visible + n - std::upper_bound(visible, visible + n, first));
+    }
+  }
+}
+
+void TieredCache::RememberQueries(LayerState& l, int n, const int32_t* pos, const float* q) {
+  const int64_t q_floats = static_cast<int64_t>(geo_.n_heads) * geo_.head_dim;
+  const int keep = std::min(n, config_.snapkv_window);
+  for (int i = n - keep; i < n; ++i) {
+    std::copy(q + i * q_floats, q + (i + 1) * q_floats, l.obs_queries.begin() + l.obs_next * q_floats);
+    l.obs_pos[l.obs_next] = pos[i];
+    l.obs_next = (l.obs_next + 1) % config_.snapkv_window;
+    l.obs_filled = std::min(l.obs_filled + 1, config_.snapkv_window);
+  }
+}
+
+void TieredCache::ComputeObservation(int layer, std::vector<float>* tokens) const {
+  const LayerState& l = layers_[layer];
+  const int hd = geo_.head_dim;
+  const int group = geo_.n_heads / geo_.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float per_head = 1.0f / static_cast<float>(geo_.n_heads);
+  tokens->assign(ResidentTokens(l), 0.0f);
+  thread_local std::vector<float> scores;
+  for (int s = 0; s < l.obs_filled; ++s) {
+    const int32_t qpos = l.obs_pos[s];
+    const int64_t logical =
+        std::upper_bound(pos_.data(), pos_.data() + l.count, qpos) - pos_.data();
+    const int64_t visible = ResidentPrefix(l, logical);
+    if (visible == 0) continue;
+    scores.resize(static_cast<size_t>(group) * visible);
+    const float* qs = l.obs_queries.data() + static_cast<int64_t>(s) * geo_.n_heads * hd;
+    for (int h = 0; h < geo_.n_kv_heads; ++h) {
+      ScoreRange(layer, h, 0, visible, qs + static_cast<int64_t>(h) * group * hd, group,
+                 scores.data(), visible, scale);
+      for (int g = 0; g < group; ++g) {
+        float* row = scores.data() + static_cast<int64_t>(g) * visible;
+        const float inv = per_head / ExpShiftSum(row, visible, MaxOf(row, visible));
+        for (int64_t j = 0; j < visible; ++j) (*tokens)[j] += row[j] * inv;
+      }
+    }
+  }
+}
+
+void TieredCache::DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                             std::vector<int32_t>* positions) const {
+  const LayerState& l = layers_[layer];
+  const int hd = geo_.head_dim, n_kv = geo_.n_kv_heads;
+  const int64_t n = ResidentTokens(l);
+  const int64_t row = int64_t{n_kv} * hd;
+  keys->assign(n * row, 0.0f);
+  values->assign(n * row, 0.0f);
+  positions->assign(n, 0);
+  const int sink = SinkTokens(l);
+  for (int t = 0; t < sink; ++t) {
+    (*positions)[t] = pos_[t];
+    for (int h = 0; h < n_kv; ++h) {
+      Fp16ToFp32Row(SinkK(l, h) + t * hd, keys->data() + t * row + h * hd, hd);
+      Fp16ToFp32Row(SinkV(l, h) + t * hd, values->data() + t * row + h * hd, hd);
+    }
+  }
+  std::vector<float> rows(static_cast<size_t>(window_) * hd);
+  for (size_t k = 0; k < l.windows.size(); ++k) {
+    const WindowRecord& w = l.windows[k];
+    const int tokens = WindowTokens(l, w);
+    const int64_t r0 = sink + static_cast<int64_t>(k) * window_;
+    const int32_t* wpos = pos_.data() + FirstToken(w.index);
+    for (int t = 0; t < tokens; ++t) (*positions)[r0 + t] = wpos[t];
+    for (int h = 0; h < n_kv; ++h) {
+      if (w.tier == Tier::kFp16) {
+        for (int t = 0; t < tokens; ++t) {
+          Fp16ToFp32Row(FpK(w, h) + t * hd, keys->data() + (r0 + t) * row + h * hd, hd);
+          Fp16ToFp32Row(FpV(w, h) + t * hd, values->data() + (r0 + t) * row + h * hd, hd);
+        }
+        continue;
+      }
+      const uint8_t* block = q_pool_.data(w.block);
+      DequantizeRotatedKeys(qlayout_, block, h, 0, tokens, wpos, rope_, rows.data());
+      for (int t = 0; t < tokens; ++t) {
+        std::copy_n(rows.data() + t * hd, hd, keys->data() + (r0 + t) * row + h * hd);
+      }
+      DequantizeValueRows(qlayout_, block, h, 0, tokens, rows.data());
+      for (int t = 0; t < tokens; ++t) {
+        std::copy_n(rows.data() + t * hd, hd, values->data() + (r0 + t) * row + h * hd);
+      }
+    }
+  }
+}
+
+}  // namespace qevict

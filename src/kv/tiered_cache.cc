@@ -1,0 +1,404 @@
+#include "kv/tiered_cache.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "util/error.h"
+
+namespace qevict {
+
+const char* TierName(Tier tier) {
+  switch (tier) {
+    case Tier::kFp16: return "fp16";
+    case Tier::kQuant: return "quant";
+    default: return "evicted";
+  }
+}
+
+void Plan::ResetTo(const RoutingContext& context) {
+  targets.resize(context.layers.size());
+  for (size_t l = 0; l < context.layers.size(); ++l) {
+    const auto& band = context.layers[l].windows;
+    targets[l].resize(band.size());
+    for (size_t j = 0; j < band.size(); ++j) targets[l][j] = band[j].tier;
+  }
+  infeasible = false;
+  note.clear();
+}
+
+TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, const Rope& rope,
+                         std::unique_ptr<Policy> policy)
+    : config_(config),
+      geo_(geometry),
+      rope_(rope),
+      policy_(std::move(policy)),
+      window_(config.window),
+      sinks_(config.sinks),
+      recent_(config.recent),
+      qlayout_(QuantLayout::Make(geometry.n_kv_heads, config.window, geometry.head_dim,
+                                 config.bits, config.value_group)),
+      fp_block_bytes_(int64_t{2} * geometry.n_kv_heads * config.window * geometry.head_dim * 2),
+      sink_block_bytes_(std::max<int64_t>(
+          2, int64_t{2} * geometry.n_kv_heads * config.sinks * geometry.head_dim * 2)),
+      max_windows_((geometry.max_tokens + config.window - 1) / config.window + 1),
+      fp_pool_(fp_block_bytes_),
+      q_pool_(qlayout_.bytes),
+      sink_pool_(sink_block_bytes_) {
+  config_.Validate();
+  QEVICT_CHECK(policy_ != nullptr);
+  QEVICT_CHECK(geo_.n_layers > 0 && geo_.n_kv_heads > 0 && geo_.head_dim > 0 &&
+               geo_.max_tokens > 0 && geo_.n_heads % geo_.n_kv_heads == 0);
+  QEVICT_CHECK(rope_.max_positions() > 0);
+  layers_.resize(geo_.n_layers);
+  for (LayerState& l : layers_) l.windows.reserve(max_windows_);
+  pos_.resize(geo_.max_tokens);
+  mass_.Configure(geo_.n_heads, geo_.n_kv_heads, window_, max_windows_ + 1);
+  if (config_.recovery == RecoveryFidelity::kExact) {
+    cold_ = std::make_unique<ColdStore>(config_.cold_store_dir, fp_block_bytes_,
+                                        int64_t{geo_.n_layers} * max_windows_);
+  }
+}
+
+TieredCache::~TieredCache() = default;
+
+// ---- layout -------------------------------------------------------------------------------
+
+int TieredCache::SinkTokens(const LayerState& l) const {
+  return static_cast<int>(std::min<int64_t>(l.count, sinks_));
+}
+
+int TieredCache::WindowTokens(const LayerState& l, const WindowRecord& w) const {
+  return static_cast<int>(std::min<int64_t>(window_, l.count - FirstToken(w.index)));
+}
+
+int64_t TieredCache::ResidentTokens(const LayerState& l) const {
+  int64_t n = SinkTokens(l);
+  if (!l.windows.empty()) {
+    n += static_cast<int64_t>(l.windows.size() - 1) * window_ + WindowTokens(l, l.windows.back());
+  }
+  return n;
+}
+
+// Resident keys among the first `logical` stored tokens (a prefix of the resident order).
+int64_t TieredCache::ResidentPrefix(const LayerState& l, int64_t logical) const {
+  if (logical <= sinks_) return std::min<int64_t>(logical, SinkTokens(l));
+  // Windows that start before `logical`: index < ceil((logical - S) / W).
+  const int64_t limit = (logical - sinks_ + window_ - 1) / window_;
+  const auto end = std::lower_bound(
+      l.windows.begin(), l.windows.end(), limit,
+      [](const WindowRecord& w, int64_t index) { return w.index < index; });
+  const int64_t k = end - l.windows.begin();
+  if (k == 0) return sinks_;
+  const int64_t first = FirstToken(l.windows[k - 1].index);
+  return sinks_ + (k - 1) * window_ + std::min<int64_t>(window_, logical - first);
+}
+
+size_t TieredCache::BandSize(const LayerState& l) const {
+  const int64_t old_tokens = l.count - recent_ - sinks_;
+  const int64_t limit = old_tokens > 0 ? old_tokens / window_ : 0;  // windows fully out of recent
+  return std::lower_bound(l.windows.begin(), l.windows.end(), limit,
+                          [](const WindowRecord& w, int64_t index) { return w.index < index; }) -
+         l.windows.begin();
+}
+
+float TieredCache::ScoreOf(const WindowRecord& w) const {
+  if (config_.score == ScoreMode::kNormalized) {
+    return w.observers > 0.0f ? w.mass_sum / w.observers : 0.0f;
+  }
+  return w.mass_sum;
+}
+
+uint16_t* TieredCache::SinkK(const LayerState& l, int head) const {
+  return reinterpret_cast<uint16_t*>(sink_pool_.data(l.sink_block)) +
+         static_cast<int64_t>(head) * sinks_ * geo_.head_dim;
+}
+uint16_t* TieredCache::SinkV(const LayerState& l, int head) const {
+  return SinkK(l, head) + static_cast<int64_t>(geo_.n_kv_heads) * sinks_ * geo_.head_dim;
+}
+uint16_t* TieredCache::FpK(const WindowRecord& w, int head) const {
+  return reinterpret_cast<uint16_t*>(fp_pool_.data(w.block)) +
+         static_cast<int64_t>(head) * window_ * geo_.head_dim;
+}
+uint16_t* TieredCache::FpV(const WindowRecord& w, int head) const {
+  return FpK(w, head) + static_cast<int64_t>(geo_.n_kv_heads) * window_ * geo_.head_dim;
+}
+
+// ---- accounting -----------------------------------------------------------------------------
+
+int64_t TieredCache::MetaBytes() const {
+  int64_t records = 0;
+  for (const LayerState& l : layers_) records += static_cast<int64_t>(l.windows.size());
+  // Window records plus the position of every stored token (needed for RoPE at read time).
+  return records * static_cast<int64_t>(sizeof(WindowRecord)) +
+         layers_.front().count * static_cast<int64_t>(sizeof(int32_t));
+}
+
+int64_t TieredCache::resident_bytes() const {
+  return fp_pool_.live_bytes() + sink_pool_.live_bytes() + q_pool_.live_bytes() + MetaBytes();
+}
+
+int64_t TieredCache::AllocatorResidentBytes() const {
+  return fp_pool_.CountLiveBlocks() * fp_pool_.block_bytes() +
+         sink_pool_.CountLiveBlocks() * sink_pool_.block_bytes() +
+         q_pool_.CountLiveBlocks() * q_pool_.block_bytes() + MetaBytes();
+}
+
+// Bytes a layer holds outside its band: sinks and the windows of the recent region.
+int64_t TieredCache::FloorBytes(const LayerState& l) const {
+  const int64_t fp_cost = fp_block_bytes_ + static_cast<int64_t>(sizeof(WindowRecord));
+  const int64_t recent_windows = static_cast<int64_t>(l.windows.size() - BandSize(l));
+  return (l.sink_block != BlockPool::kNoBlock ? sink_block_bytes_ : 0) + recent_windows * fp_cost;
+}
+
+// Bytes the next stored token adds: a new block per layer when it starts a window (or the
+// sinks), and its position.
+int64_t TieredCache::NextTokenGrowth() const {
+  const int64_t t = layers_.front().count;
+  int64_t per_layer = 0;
+  if (t == 0 && sinks_ > 0) {
+    per_layer = sink_block_bytes_;
+  } else if (t >= sinks_ && (t - sinks_) % window_ == 0) {
+    per_layer = fp_block_bytes_ + static_cast<int64_t>(sizeof(WindowRecord));
+  }
+  return per_layer * geo_.n_layers + static_cast<int64_t>(sizeof(int32_t));
+}
+
+// Largest floor (sinks + recent windows + positions + the next token's growth) the cache can
+// be forced to hold while it stores between from_tokens and to_tokens tokens.
+int64_t TieredCache::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) const {
+  const int64_t fp_cost = fp_block_bytes_ + static_cast<int64_t>(sizeof(WindowRecord));
+  int64_t worst = 0;
+  for (int64_t n = std::max<int64_t>(1, from_tokens); n <= to_tokens; ++n) {
+    const int64_t windows = n > sinks_ ? (n - sinks_ + window_ - 1) / window_ : 0;
+    const int64_t band = std::max<int64_t>(0, n - recent_ - sinks_) / window_;
+    const bool grows = n >= sinks_ && (n - sinks_) % window_ == 0;
+    const int64_t per_layer = (sinks_ > 0 ? sink_block_bytes_ : 0) +
+                              (windows - band + (grows ? 1 : 0)) * fp_cost;
+    worst = std::max(worst, per_layer * geo_.n_layers + (n + 1) * int64_t{4});
+  }
+  return worst;
+}
+
+void TieredCache::UpdatePeaks() {
+  const int64_t fp16 = fp_pool_.live_bytes() + sink_pool_.live_bytes();
+  const int64_t quant = q_pool_.live_bytes();
+  const int64_t resident = fp16 + quant + MetaBytes();
+  stats_.peak_bytes = std::max(stats_.peak_bytes, resident);
+  stats_.peak_fp16_bytes = std::max(stats_.peak_fp16_bytes, fp16);
+  stats_.peak_quant_bytes = std::max(stats_.peak_quant_bytes, quant);
+  batch_peak_ = std::max(batch_peak_, resident);
+}
+
+// ---- run ------------------------------------------------------------------------------------
+
+void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  fp_pool_.Reset();
+  q_pool_.Reset();
+  sink_pool_.Reset();
+  if (cold_) cold_->Reset();
+  for (LayerState& l : layers_) {
+    l.count = 0;
+    l.sink_block = BlockPool::kNoBlock;
+    l.windows.clear();
+    l.evicted = 0;
+    l.obs_filled = l.obs_next = 0;
+  }
+  stats_ = KvStats{};
+  routed_ = false;
+  over_budget_ = false;
+  since_route_ = 0;
+  batch_peak_ = 0;
+  sum_resident_ = sum_fp16_ = sum_quant_ = 0;
+  samples_ = 0;
+
+  run_tokens_ = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
+  if (config_.budget_bytes > 0) {
+    budget_bytes_ = config_.budget_bytes;
+  } else if (config_.budget >= 1.0) {
+    budget_bytes_ = -1;
+  } else {
+    budget_bytes_ = static_cast<int64_t>(std::floor(
+        config_.budget * static_cast<double>(run_tokens_) * geo_.fp16_bytes_per_token()));
+  }
+  stats_.budget_bytes = budget_bytes_;
+  scoring_ = policy_->wants_scores() && budget_bytes_ >= 0;
+  observing_ = policy_->wants_observation() && budget_bytes_ >= 0;
+  if (observing_) {
+    for (LayerState& l : layers_) {
+      l.obs_queries.resize(static_cast<size_t>(config_.snapkv_window) * geo_.n_heads *
+                           geo_.head_dim);
+      l.obs_pos.resize(config_.snapkv_window);
+    }
+  }
+  policy_->BeginRun();
+
+  if (budget_bytes_ >= 0) {
+    const int64_t floor = WorstFloorBytes(prompt_tokens, std::max(run_tokens_, int64_t{1}));
+    if (budget_bytes_ < floor) {
+      const double fraction = static_cast<double>(floor) /
+                              (std::max<int64_t>(run_tokens_, 1) * geo_.fp16_bytes_per_token());
+      stats_.infeasible = true;
+      stats_.note = "budget of " + std::to_string(budget_bytes_) +
+                    " bytes is below the fp16 floor of " + std::to_string(floor) +
+                    " bytes (sinks " + std::to_string(sinks_) + " + recent " +
+                    std::to_string(recent_) + " tokens and one growing window in every layer, "
+                    "plus metadata); the cache keeps only that floor. Raise --kv-budget to at "
+                    "least " + std::to_string(fraction) + " or lower --kv-sinks/--kv-recent";
+    }
+  }
+}
+
+void TieredCache::Store(int layer, int n, const int32_t* pos, const float* k, const float* v) {
+  LayerState& l = layers_[layer];
+  if (l.count + n > geo_.max_tokens) {
+    throw Error("KV cache is full: " + std::to_string(l.count + n) +
+                " tokens exceed the context of " + std::to_string(geo_.max_tokens));
+  }
+  const int hd = geo_.head_dim, n_kv = geo_.n_kv_heads;
+  thread_local std::vector<float> rotated;
+  rotated.resize(static_cast<size_t>(n_kv) * hd);
+  for (int i = 0; i < n; ++i) {
+    const int64_t t = l.count;
+    if (layer == 0) {
+      QEVICT_CHECK(t == 0 || pos[i] > pos_[t - 1]);
+      pos_[t] = pos[i];
+    } else {
+      QEVICT_CHECK(t < layers_.front().count && pos_[t] == pos[i]);
+    }
+    const float* ki = k + static_cast<int64_t>(i) * n_kv * hd;
+    const float* vi = v + static_cast<int64_t>(i) * n_kv * hd;
+    std::copy(ki, ki + rotated.size(), rotated.begin());
+    rope_.Apply(rotated.data(), n_kv, hd, pos[i]);
+    // Destination rows: the sink block, or the window being filled (opened at its first token).
+    uint16_t* k_base;
+    uint16_t* v_base;
+    int64_t rows, row;  // rows per head in the block, and this token's row
+    if (t < sinks_) {
+      if (l.sink_block == BlockPool::kNoBlock) l.sink_block = sink_pool_.Allocate();
+      k_base = SinkK(l, 0);
+      v_base = SinkV(l, 0);
+      rows = sinks_;
+      row = t;
+    } else {
+      row = (t - sinks_) % window_;
+      if (row == 0) {
+        l.windows.push_back(WindowRecord{fp_pool_.Allocate(), -1,
+                                         static_cast<int32_t>((t - sinks_) / window_),
+                                         Tier::kFp16, 0.0f, 0.0f, 0.0f});
+      }
+      k_base = FpK(l.windows.back(), 0);
+      v_base = FpV(l.windows.back(), 0);
+      rows = window_;
+    }
+    for (int h = 0; h < n_kv; ++h) {
+      const int64_t offset = (h * rows + row) * hd;
+      Fp32ToFp16Row(rotated.data() + h * hd, k_base + offset, hd);
+      Fp32ToFp16Row(vi + h * hd, v_base + offset, hd);
+    }
+    ++l.count;
+  }
+  UpdatePeaks();
+}
+
+void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
+  if (kind != BatchKind::kGenerated) {
+    stats_.prefill_peak_bytes = std::max(stats_.prefill_peak_bytes, batch_peak_);
+  }
+  bool route = false;
+  switch (kind) {
+    case BatchKind::kPromptChunk:
+      route = config_.prefill_chunk > 0;
+      break;
+    case BatchKind::kPromptEnd:
+      route = true;
+      break;
+    case BatchKind::kGenerated:
+      ++since_route_;
+      // Early when the next token would not fit, unless the last step already could not meet
+      // the budget (kivi, a budget below the floor): then routing each token would not help.
+      route = !routed_ || since_route_ >= config_.route_every ||
+              (budget_bytes_ >= 0 && !over_budget_ &&
+               resident_bytes() + NextTokenGrowth() > budget_bytes_);
+      break;
+  }
+  if (route) Route(kind, pool);
+  batch_peak_ = resident_bytes();
+  if (routed_) {
+    sum_resident_ += static_cast<double>(resident_bytes());
+    sum_fp16_ += static_cast<double>(fp_pool_.live_bytes() + sink_pool_.live_bytes());
+    sum_quant_ += static_cast<double>(q_pool_.live_bytes());
+    ++samples_;
+  }
+}
+
+KvStats TieredCache::Stats() const {
+  KvStats s = stats_;
+  s.tokens_seen = layers_.back().count;
+  int64_t resident_tokens = 0;
+  for (const LayerState& l : layers_) {
+    resident_tokens += ResidentTokens(l);
+    s.evicted_windows += l.evicted;
+    for (const WindowRecord& w : l.windows) {
+      (w.tier == Tier::kFp16 ? s.fp16_windows : s.quant_windows) += 1;
+    }
+  }
+  s.tokens_resident = resident_tokens / geo_.n_layers;
+  s.fp16_bytes = fp_pool_.live_bytes() + sink_pool_.live_bytes();
+  s.quant_bytes = q_pool_.live_bytes();
+  s.meta_bytes = MetaBytes();
+  s.cold_bytes = cold_ ? cold_->live_bytes() : 0;
+  s.cold_peak_bytes = cold_ ? cold_->peak_bytes() : 0;
+  s.budget_bytes = budget_bytes_;
+  s.full_fp16_bytes = s.tokens_seen * geo_.fp16_bytes_per_token();
+  s.pool_reserved_bytes =
+      fp_pool_.reserved_bytes() + q_pool_.reserved_bytes() + sink_pool_.reserved_bytes();
+  if (samples_ > 0) {
+    s.mean_resident_bytes = static_cast<int64_t>(sum_resident_ / samples_);
+    s.mean_fp16_bytes = static_cast<int64_t>(sum_fp16_ / samples_);
+    s.mean_quant_bytes = static_cast<int64_t>(sum_quant_ / samples_);
+  }
+  return s;
+}
+
+WindowView TieredCache::View(int layer) const {
+  const LayerState& l = layers_[layer];
+  WindowView view;
+  view.layer = layer;
+  view.sink_tokens = SinkTokens(l);
+  view.window = window_;
+  const int64_t total = l.count > sinks_ ? (l.count - sinks_ + window_ - 1) / window_ : 0;
+  const size_t band = BandSize(l);
+  view.windows.resize(total);
+  size_t next = 0;
+  for (int64_t index = 0; index < total; ++index) {
+    WindowInfo& info = view.windows[index];
+    info.index = index;
+    info.first_token = FirstToken(index);
+    info.first_pos = pos_[info.first_token];
+    info.n_tokens = static_cast<int>(std::min<int64_t>(window_, l.count - info.first_token));
+    if (next < l.windows.size() && l.windows[next].index == index) {
+      const WindowRecord& w = l.windows[next];
+      info.tier = w.tier;
+      info.in_band = next < band;
+      info.score = ScoreOf(w);
+      info.last_mass = w.last_mass;
+      ++next;
+    } else {
+      info.tier = Tier::kEvicted;
+      info.in_band = true;
+    }
+  }
+  return view;
+}
+
+void TieredCache::ReleaseWindow(WindowRecord& w) {
+  if (w.tier == Tier::kFp16) fp_pool_.Free(w.block);
+  if (w.tier == Tier::kQuant) q_pool_.Free(w.block);
+  if (w.cold_slot >= 0) cold_->Free(w.cold_slot);
+  w.cold_slot = -1;
+  w.block = BlockPool::kNoBlock;
+  w.tier = Tier::kEvicted;
+}
+
+}  // namespace qevict

@@ -1,0 +1,175 @@
+// The three-tier KV cache (docs/kv-cache.md). Per layer:
+//   sinks   the first S tokens, fp16, one block;
+//   windows W tokens each, in one tier at a time: fp16 (keys after RoPE, exactly what FullCache
+//           stores), quantized (kv/kv_quantizer.h, keys before RoPE) or evicted (nothing);
+//   recent  windows holding any of the last R tokens stay fp16 and are never routed; older
+//           windows form the evictable band.
+// A window's bytes live only in its current tier, in fixed-size blocks from a BlockPool; freeing
+// returns them to the pool the next allocation reuses. Attention reads every tier in place
+// through GroupedAttentionOverPrefix (bit-identical to FullCache while everything is fp16) and
+// accumulates each window's attention mass in the same pass. At routing steps a Policy turns
+// the band's scores and the byte budget into a Plan; only this class applies it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "kv/cold_store.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_config.h"
+#include "kv/kv_quantizer.h"
+#include "kv/routing.h"
+#include "kv/window_mass.h"
+
+namespace qevict {
+
+// One window of one layer, for diagnostics (missed mass, FMM, tier maps).
+struct WindowInfo {
+  int64_t index = 0;        // window number within the layer (0 = first after the sinks)
+  int64_t first_token = 0;  // index of its first token in the run (sinks + index * W)
+  int32_t first_pos = 0;    // position of its first token
+  int n_tokens = 0;         // W, fewer for the window still being filled
+  Tier tier = Tier::kFp16;
+  bool in_band = false;     // false while it holds any of the last R tokens
+  float score = 0.0f;       // importance as policies see it (0 for evicted windows)
+  float last_mass = 0.0f;   // attention mass from the latest query (0 for evicted windows)
+};
+
+struct WindowView {
+  int layer = 0;
+  int sink_tokens = 0;  // tokens before window 0
+  int window = 0;       // W
+  std::vector<WindowInfo> windows;  // every window created so far, evicted ones included
+};
+
+class TieredCache : public KvCache {
+ public:
+  TieredCache(const KvConfig& config, const KvGeometry& geometry, const Rope& rope,
+              std::unique_ptr<Policy> policy);
+  ~TieredCache() override;
+
+  void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) override;
+  void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) override;
+  void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
+              ThreadPool& pool) override;
+  void EndBatch(BatchKind kind, ThreadPool& pool) override;
+  KvStats Stats() const override;
+  const KvGeometry& geometry() const override { return geo_; }
+  int64_t n_tokens() const override { return layers_.back().count; }
+
+  // Read-only diagnostics.
+  WindowView View(int layer) const;
+  const KvConfig& config() const { return config_; }
+  int64_t budget_bytes() const { return budget_bytes_; }  // -1: unlimited
+  // Bytes of live blocks recounted from the allocators' own free lists, plus metadata: must
+  // equal Stats().resident_bytes() (tests check it).
+  int64_t AllocatorResidentBytes() const;
+  int64_t resident_bytes() const;
+  // The resident keys (after RoPE) and values of a layer in fp32 as attention sees them
+  // (quantized windows dequantized by the scalar reference path), in attention order, with their
+  // positions. keys/values: [tokens][n_kv_heads][head_dim]. For tests and diagnostics.
+  void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                  std::vector<int32_t>* positions) const;
+
+ private:
+  struct WindowRecord {     // metadata of one resident window, charged to the budget
+    uint32_t block;         // handle in the pool of its tier
+    int32_t cold_slot;      // exact recovery: slot of its fp16 original, -1 if none
+    int32_t index;          // window number within the layer
+    Tier tier;
+    float mass_sum;         // importance accumulator (cumulative or decayed sum)
+    float observers;        // queries that could attend it (for ScoreMode::kNormalized)
+    float last_mass;        // mass from the latest query
+  };
+  static_assert(sizeof(WindowRecord) == 28, "metadata charged per resident window");
+  struct LayerState {
+    int64_t count = 0;                  // tokens stored in this run
+    uint32_t sink_block = BlockPool::kNoBlock;
+    std::vector<WindowRecord> windows;  // resident windows, oldest first
+    int64_t evicted = 0;
+    // Latest queries (after RoPE) for policies that observe the prompt's end (snapkv).
+    std::vector<float> obs_queries;     // [snapkv_window][n_heads][head_dim]
+    std::vector<int32_t> obs_pos;       // [snapkv_window]
+    int obs_filled = 0, obs_next = 0;
+  };
+
+  // Layout and accounting (tiered_cache.cc).
+  int SinkTokens(const LayerState& l) const;
+  int64_t ResidentTokens(const LayerState& l) const;
+  int64_t ResidentPrefix(const LayerState& l, int64_t logical) const;
+  int WindowTokens(const LayerState& l, const WindowRecord& w) const;
+  size_t BandSize(const LayerState& l) const;
+  int64_t FirstToken(int64_t window_index) const { return sinks_ + window_index * window_; }
+  float ScoreOf(const WindowRecord& w) const;
+  int64_t MetaBytes() const;
+  int64_t FloorBytes(const LayerState& l) const;
+  int64_t NextTokenGrowth() const;
+  int64_t WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) const;
+  void UpdatePeaks();
+  void ReleaseWindow(WindowRecord& w);
+  uint16_t* SinkK(const LayerState& l, int head) const;
+  uint16_t* SinkV(const LayerState& l, int head) const;
+  uint16_t* FpK(const WindowRecord& w, int head) const;
+  uint16_t* FpV(const WindowRecord& w, int head) const;
+
+  // Attention over the tiers (tiered_attention.cc).
+  void ScoreRange(int layer, int head, int64_t begin, int64_t end, const float* q, int n_q,
+                  float* scores, int64_t ld, float scale) const;
+  void AccumulateRange(int layer, int head, int64_t begin, int64_t end, const float* p, int n_q,
+                       int64_t ld, float* acc) const;
+  void PrefetchWindow(const LayerState& l, size_t k, int head, bool keys) const;
+  void UpdateScores(LayerState& l, int n, const int64_t* visible);
+  void RememberQueries(LayerState& l, int n, const int32_t* pos, const float* q);
+  void ComputeObservation(int layer, std::vector<float>* tokens) const;
+
+  // Routing (tiered_routing.cc).
+  void Route(BatchKind trigger, ThreadPool& pool);
+  void Apply(const Plan& plan, ThreadPool& pool);
+  void Demote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
+  void Promote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
+
+  KvConfig config_;
+  KvGeometry geo_;
+  const Rope& rope_;
+  std::unique_ptr<Policy> policy_;
+  const int window_, sinks_, recent_;
+  const QuantLayout qlayout_;
+  const int64_t fp_block_bytes_;    // [2][n_kv_heads][W][head_dim] fp16
+  const int64_t sink_block_bytes_;  // [2][n_kv_heads][S][head_dim] fp16
+  const int64_t max_windows_;       // per layer and run
+
+  BlockPool fp_pool_, q_pool_, sink_pool_;
+  std::unique_ptr<ColdStore> cold_;  // exact recovery only
+  std::mutex apply_mutex_;           // pools and cold store during parallel Apply
+
+  std::vector<LayerState> layers_;
+  std::vector<int32_t> pos_;  // [max_tokens] position of every stored token (all layers agree)
+  std::vector<int64_t> visible_;  // [n] scratch of Attend
+  WindowMassObserver mass_;
+  bool scoring_ = false;      // accumulate window mass (policy wants it and a budget applies)
+  bool observing_ = false;    // keep the latest queries for observation
+
+  // Run state.
+  int64_t budget_bytes_ = -1;
+  int64_t run_tokens_ = 0;     // prompt + max_new_tokens of BeginRun
+  bool routed_ = false;        // the first routing step has happened
+  bool over_budget_ = false;   // the last routing step could not meet the budget
+  int64_t since_route_ = 0;    // generated tokens since the last routing step
+  KvStats stats_;              // counters; bytes are filled in by Stats()
+  int64_t batch_peak_ = 0;     // max resident bytes since the last EndBatch
+  double sum_resident_ = 0, sum_fp16_ = 0, sum_quant_ = 0;
+  int64_t samples_ = 0;
+
+  // Routing scratch, reused across steps.
+  Plan plan_;
+  std::vector<std::vector<BandWindow>> band_views_;
+  std::vector<std::vector<float>> observation_;
+  std::vector<std::vector<int64_t>> observation_offsets_;
+  std::vector<LayerBand> layer_bands_;
+  std::vector<double> weights_;
+};
+
+}  // namespace qevict

@@ -1,0 +1,194 @@
+// The budget is a ceiling: for every policy, at many budgets and run lengths (long prompts,
+// long generations past the prompt, several turns, chunked prefill), resident bytes never exceed
+// the budget from the first routing step on (after every routing step and after every stored
+// generated token), unless the run is reported infeasible; and the bytes reported always equal
+// what the allocator holds.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kv/kv_test_util.h"
+#include "kv/tiered_cache.h"
+#include "policy/registry.h"
+
+namespace qevict {
+namespace {
+
+using testing::RunBatch;
+using testing::SyntheticModel;
+
+struct RunShape {
+  int prompt;
+  int generate;
+  int turn2_prompt;  // a second user turn after the generation (0: none)
+  int chunk;         // prompt chunk; with prefill routing when > 0
+};
+
+void CheckRun(const std::string& policy, double budget, int64_t budget_bytes, const RunShape& run,
+              int bits, const std::function<void(KvConfig*)>& tweak = nullptr) {
+  SCOPED_TRACE(policy + " budget " + std::to_string(budget) + " bytes " +
+               std::to_string(budget_bytes) + " prompt " + std::to_string(run.prompt) + " gen " +
+               std::to_string(run.generate) + " chunk " + std::to_string(run.chunk));
+  const KvGeometry geo = testing::SmallGeometry(3, 4, 2, 32, 4096);
+  const Rope rope(testing::TestRopeConfig(32), 8192);
+  KvConfig config;
+  config.policy = policy;
+  config.bits = bits;
+  if (budget_bytes > 0) {
+    config.budget_bytes = budget_bytes;
+  } else {
+    config.budget = budget;
+  }
+  config.prefill_chunk = run.chunk;
+  if (tweak) tweak(&config);
+  auto owned = CreateKvCache(config, geo, rope);
+  auto& cache = static_cast<TieredCache&>(*owned);
+  ThreadPool pool(1);  // threads do not change routing; multi-threaded runs: bit_exact_test
+  SyntheticModel model(geo, static_cast<uint32_t>(run.prompt + run.generate), 1.5f);
+  cache.BeginRun(run.prompt, run.generate);
+  const int64_t limit = cache.budget_bytes();
+  ASSERT_GT(limit, 0);
+  bool routed = false;
+  auto check = [&](const char* where) {
+    const KvStats s = cache.Stats();
+    ASSERT_EQ(s.resident_bytes(), cache.AllocatorResidentBytes()) << where;
+    if (routed && !s.infeasible) {
+      ASSERT_LE(s.resident_bytes(), limit) << where << " at token " << cache.n_tokens();
+    }
+  };
+  auto prompt = [&](int32_t first, int n) {
+    const int chunk = run.chunk > 0 ? run.chunk : n;
+    for (int32_t p = first; p < first + n; p += chunk) {
+      const int m = std::min(chunk, first + n - p);
+      const BatchKind kind = p + m == first + n ? BatchKind::kPromptEnd : BatchKind::kPromptChunk;
+      RunBatch(cache, model, p, m, kind, pool);
+      if (kind == BatchKind::kPromptEnd || run.chunk > 0) routed = true;
+      check("after a prompt batch");
+      if (run.chunk > 0 && !cache.Stats().infeasible) {
+        // Routing between chunks bounds the peak by the budget plus one chunk (in whole windows,
+        // with their metadata and positions).
+        const int64_t window_bytes = 2 * 2 * 8 * 32 * 2 + 28;
+        const int64_t chunk_bytes = (run.chunk / 8 + 1) * geo.n_layers * window_bytes + 4 * run.chunk;
+        ASSERT_LE(cache.Stats().peak_bytes, limit + chunk_bytes) << "peak during prefill";
+      }
+    }
+  };
+  auto generate = [&](int32_t first, int n) {
+    for (int32_t p = first; p < first + n; ++p) {
+      RunBatch(cache, model, p, 1, BatchKind::kGenerated, pool, nullptr,
+               [&](int) { check("after storing a generated token"); });
+      check("after a generated batch");
+    }
+  };
+  prompt(0, run.prompt);
+  generate(run.prompt, run.generate);
+  if (run.turn2_prompt > 0) {
+    prompt(run.prompt + run.generate, run.turn2_prompt);
+    generate(run.prompt + run.generate + run.turn2_prompt, 24);
+  }
+  const KvStats s = cache.Stats();
+  EXPECT_GT(s.routing_steps, 0);
+  EXPECT_GE(s.prefill_peak_bytes, std::min<int64_t>(run.chunk > 0 ? run.chunk : run.prompt,
+                                                    run.prompt) *
+                                      geo.fp16_bytes_per_token());
+  if (s.infeasible) {
+    EXPECT_FALSE(s.note.empty());
+  } else {
+    EXPECT_LE(s.mean_resident_bytes, limit);
+  }
+  if (policy == "kivi") {
+    EXPECT_EQ(s.evictions, 0);
+  }
+  if (policy == "streaming" || policy == "h2o" || policy == "tova" || policy == "snapkv" ||
+      policy == "pyramidkv") {
+    EXPECT_EQ(s.quant_windows, 0);
+  }
+}
+
+class BudgetInvariant : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BudgetInvariant, ResidentBytesNeverExceedTheBudget) {
+  const std::string policy = GetParam();
+  const std::vector<RunShape> runs = {
+      {1200, 64, 0, 0},    // long prompt, short answer
+      {256, 700, 0, 0},    // long generation past the prompt
+      {48, 400, 0, 0},     // tiny prompt, the cache fills while decoding
+      {600, 80, 150, 0},   // two turns
+      {900, 40, 0, 128},   // chunked prefill with routing between chunks
+  };
+  for (const RunShape& run : runs) {
+    for (double budget : {0.05, 0.1, 0.2, 0.35, 0.6, 0.9}) {
+      CheckRun(policy, budget, -1, run, 2);
+      if (HasFatalFailure()) return;
+    }
+  }
+  // Absolute byte caps and the other bit-widths.
+  CheckRun(policy, 1.0, 200000, runs[0], 4);
+  CheckRun(policy, 1.0, 90000, runs[1], 8);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPolicies, BudgetInvariant,
+                         ::testing::Values("streaming", "h2o", "tova", "snapkv", "pyramidkv",
+                                           "kivi", "mikv", "qevict"));
+
+TEST(BudgetInvariantOddShapes, WindowSinksRecentScoreModesAndExactRecovery) {
+  const std::vector<std::function<void(KvConfig*)>> tweaks = {
+      [](KvConfig* c) { c->window = 1; c->sinks = 0; c->recent = 0; },
+      [](KvConfig* c) { c->window = 16; c->sinks = 0; c->recent = 5; },
+      [](KvConfig* c) { c->window = 3; c->sinks = 7; c->recent = 1; c->route_every = 1; },
+      [](KvConfig* c) { c->score = ScoreMode::kDecay; c->hysteresis = 0.3; },
+      [](KvConfig* c) { c->score = ScoreMode::kNormalized; c->q_share = 0.9; },
+      [](KvConfig* c) { c->recovery = RecoveryFidelity::kExact; c->q_share = 0.2; },
+  };
+  for (const auto& tweak : tweaks) {
+    for (const std::string policy : {"qevict", "h2o", "mikv", "kivi", "snapkv"}) {
+      for (double budget : {0.08, 0.3}) {
+        CheckRun(policy, budget, -1, RunShape{300, 200, 40, 0}, 4, tweak);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(BudgetInfeasible, BudgetBelowSinksAndRecentIsReportedNotExceededSilently) {
+  const KvGeometry geo = testing::SmallGeometry(2, 4, 2, 32, 1024);
+  const Rope rope(testing::TestRopeConfig(32), 2048);
+  KvConfig config;
+  config.policy = "qevict";
+  config.budget = 0.02;
+  auto cache = CreateKvCache(config, geo, rope);
+  cache->BeginRun(300, 20);
+  KvStats s = cache->Stats();
+  EXPECT_TRUE(s.infeasible);
+  EXPECT_NE(s.note.find("fp16 floor"), std::string::npos) << s.note;
+  // It still runs, holding only the floor (sinks + recent windows).
+  ThreadPool pool(1);
+  SyntheticModel model(geo, 1);
+  testing::RunPromptAndGenerate(*cache, model, 300, 0, 20, pool);
+  s = cache->Stats();
+  EXPECT_LE(s.tokens_resident, 5 + 32 + 16);
+}
+
+TEST(BudgetInfeasible, KiviReportsWhenItsQuantizedCacheCannotFit) {
+  const KvGeometry geo = testing::SmallGeometry(2, 4, 2, 32, 1024);
+  const Rope rope(testing::TestRopeConfig(32), 2048);
+  KvConfig config;
+  config.policy = "kivi";
+  config.budget = 0.1;  // 2-bit codes with scales are ~1/4 of fp16 here: cannot fit
+  auto cache = CreateKvCache(config, geo, rope);
+  cache->BeginRun(800, 10);
+  ThreadPool pool(1);
+  SyntheticModel model(geo, 1);
+  testing::RunPromptAndGenerate(*cache, model, 800, 0, 10, pool);
+  const KvStats s = cache->Stats();
+  EXPECT_TRUE(s.infeasible);
+  EXPECT_NE(s.note.find("kivi"), std::string::npos) << s.note;
+  EXPECT_EQ(s.evictions, 0);
+  EXPECT_GT(s.resident_bytes(), s.budget_bytes);  // reported, not hidden
+}
+
+}  // namespace
+}  // namespace qevict

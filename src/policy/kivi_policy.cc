@@ -1,0 +1,53 @@
+// KIVI: every token but the recent region at b bits (keys per channel, values per token), nothing
+// evicted. Sinks stay fp16 like in every tiered policy (5 tokens by default). When the quantized
+// band cannot fit a layer's budget the plan is marked infeasible and the cache reports it rather
+// than evicting or exceeding the budget silently.
+#include <algorithm>
+#include <string>
+
+#include "policy/policies.h"
+#include "policy/tier_fill.h"
+
+namespace qevict {
+namespace {
+
+class KiviPolicy : public Policy {
+ public:
+  explicit KiviPolicy(const KvConfig& config) : bits_(config.bits) {}
+
+  bool wants_scores() const override { return false; }
+
+  void Route(const RoutingContext& context, Plan* plan) override {
+    FillRule rule;
+    rule.use_fp = false;
+    rule.use_quant = true;
+    rule.allow_evict = false;
+    for (size_t l = 0; l < context.layers.size(); ++l) {
+      const auto& band = context.layers[l].windows;
+      order_.resize(band.size());
+      for (size_t j = 0; j < band.size(); ++j) order_[j] = static_cast<int>(j);
+      const int64_t bytes = FillLayer(context, static_cast<int>(l), order_, rule, plan);
+      const int64_t budget = context.layers[l].budget_bytes;
+      if (bytes > budget && !plan->infeasible) {
+        plan->infeasible = true;
+        plan->note = "kivi at " + std::to_string(bits_) + " bits needs " +
+                     std::to_string(bytes) + " bytes for layer " + std::to_string(l) +
+                     "'s quantized band but its share of the budget is " +
+                     std::to_string(std::max<int64_t>(budget, 0)) +
+                     " bytes; kivi never evicts (raise --kv-budget or lower --kv-bits)";
+      }
+    }
+  }
+
+ private:
+  int bits_;
+  std::vector<int> order_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakeKiviPolicy(const KvConfig& config) {
+  return std::make_unique<KiviPolicy>(config);
+}
+
+}  // namespace qevict

@@ -1,0 +1,35 @@
+// PyramidKV: SnapKV's selection with per-layer budgets that decrease linearly with depth
+// (attention funnels from broad to focused). As in the PyramidKV paper, the last layer gets
+// mean/beta of the band budget and the first 2*mean - mean/beta, linear in between.
+#include "policy/policies.h"
+#include "policy/snapkv_policy.h"
+
+namespace qevict {
+namespace {
+
+class PyramidKvPolicy : public SnapKvPolicy {
+ public:
+  explicit PyramidKvPolicy(const KvConfig& config)
+      : SnapKvPolicy(config), beta_(config.pyramid_beta) {}
+
+  void LayerBudgetWeights(int n_layers, std::vector<double>* weights) const override {
+    weights->assign(n_layers, 1.0);
+    if (n_layers < 2) return;
+    const double last = 1.0 / beta_;
+    const double first = 2.0 - last;
+    for (int l = 0; l < n_layers; ++l) {
+      (*weights)[l] = first + (last - first) * l / (n_layers - 1);
+    }
+  }
+
+ private:
+  double beta_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakePyramidKvPolicy(const KvConfig& config) {
+  return std::make_unique<PyramidKvPolicy>(config);
+}
+
+}  // namespace qevict

@@ -1,0 +1,64 @@
+#include "policy/registry.h"
+
+#include "kv/full_cache.h"
+#include "kv/tiered_cache.h"
+#include "policy/policies.h"
+#include "util/error.h"
+
+namespace qevict {
+
+const std::vector<PolicyInfo>& PolicyInfos() {
+  static const std::vector<PolicyInfo> infos = {
+      {"full", "no compression: every token in fp16 (the reference)", nullptr},
+      {"streaming", "StreamingLLM: sinks + the most recent windows, oldest evicted",
+       &MakeStreamingPolicy},
+      {"h2o", "H2O: heavy-hitter windows by cumulative attention + recent, evicted while decoding",
+       &MakeH2oPolicy},
+      {"tova", "TOVA: evicts the windows the latest query attends least", &MakeTovaPolicy},
+      {"snapkv", "SnapKV: once after the prompt, pooled attention of the last 32 prompt queries",
+       &MakeSnapKvPolicy},
+      {"pyramidkv", "PyramidKV: SnapKV selection with budgets decreasing linearly with depth",
+       &MakePyramidKvPolicy},
+      {"kivi", "KIVI: all but the recent tokens at b bits, nothing evicted (may be infeasible)",
+       &MakeKiviPolicy},
+      {"mikv", "MiKV: important windows fp16, the rest quantized, evict only when needed; no promotion",
+       &MakeMikvPolicy},
+      {"qevict", "QEvict: fp16 / quantized / evicted windows by importance, with promotion",
+       &MakeQevictPolicy},
+  };
+  return infos;
+}
+
+std::vector<std::string> PolicyNames() {
+  std::vector<std::string> names;
+  for (const PolicyInfo& info : PolicyInfos()) names.emplace_back(info.name);
+  return names;
+}
+
+std::string PolicyDescription(std::string_view name) {
+  for (const PolicyInfo& info : PolicyInfos()) {
+    if (name == info.name) return info.description;
+  }
+  throw Error("unknown KV cache policy '" + std::string(name) + "'");
+}
+
+std::unique_ptr<Policy> MakePolicy(const KvConfig& config) {
+  for (const PolicyInfo& info : PolicyInfos()) {
+    if (config.policy == info.name) {
+      if (info.make == nullptr) {
+        throw Error("policy '" + config.policy + "' is not a tiered-cache policy");
+      }
+      return info.make(config);
+    }
+  }
+  throw Error("unknown KV cache policy '" + config.policy + "'");
+}
+
+std::unique_ptr<KvCache> CreateKvCache(const KvConfig& config, const KvGeometry& geometry,
+                                       const Rope& rope) {
+  config.Validate();
+  if (config.policy == "full") return std::make_unique<FullCache>(geometry, rope);
+  return std::make_unique<TieredCache>(config, geometry, rope, MakePolicy(config));
+}
+
+}  // namespace qevict

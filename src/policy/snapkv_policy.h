@@ -1,0 +1,40 @@
+// SnapKV (and PyramidKV, which only changes the per-layer budgets): after the prompt, the
+// attention of the last snapkv_window prompt queries on every token is max-pooled over
+// snapkv_kernel neighbouring tokens; a window's score is the sum over its tokens and the top
+// windows fill the budget in fp16. The decision is taken once, at the end of the first prompt
+// (and between prompt chunks when --kv-prefill-chunk routes them). Afterwards nothing is
+// rescored: windows created after the decision (generated text, later turns) are kept newest
+// first, and when the budget requires it the prompt windows go lowest score first.
+#pragma once
+
+#include <vector>
+
+#include "kv/kv_config.h"
+#include "kv/routing.h"
+
+namespace qevict {
+
+class SnapKvPolicy : public Policy {
+ public:
+  explicit SnapKvPolicy(const KvConfig& config) : kernel_(config.snapkv_kernel) {}
+
+  bool wants_scores() const override { return false; }
+  bool wants_observation() const override { return true; }
+  void BeginRun() override;
+  void Route(const RoutingContext& context, Plan* plan) override;
+
+  bool decided() const { return frozen_; }
+
+ private:
+  void ScoreLayer(const LayerBand& band, int layer);
+
+  int kernel_;
+  bool frozen_ = false;
+  std::vector<std::vector<float>> scores_;  // [layer][window index]: pooled observation score
+  std::vector<int64_t> scored_limit_;       // [layer]: windows with index >= this are newer
+  std::vector<float> pooled_;
+  std::vector<int> order_;
+  std::vector<float> keys_;
+};
+
+}  // namespace qevict
