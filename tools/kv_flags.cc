@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "engine/kv_stats_json.h"
 #include "policy/registry.h"
 #include "util/error.h"
 
@@ -74,7 +75,7 @@ void AddKvFlags(CLI::App& cmd, KvFlags& f) {
   cmd.add_option("--kv-snapkv-kernel", c.snapkv_kernel, "snapkv/pyramidkv max-pool kernel")
       ->capture_default_str()
       ->group(group);
-  cmd.add_option("--kv-pyramid-beta", c.pyramid_beta, "pyramidkv budget ratio first/last layer")
+  cmd.add_option("--kv-pyramid-beta", c.pyramid_beta, "pyramidkv: the last layer gets the mean band budget / beta")
       ->capture_default_str()
       ->group(group);
   cmd.add_flag("--kv-stats", f.stats, "print KV cache statistics on stderr at the end")
@@ -97,28 +98,8 @@ KvCacheFactory MakeKvCacheFactory(const KvFlags& flags) {
 
 void PrintKvStats(const KvFlags& flags, const KvStats& s) {
   if (!flags.stats) return;
-  const double full = static_cast<double>(s.full_fp16_bytes);
-  nlohmann::json j = {{"policy", flags.policy},
-                      {"tokens_seen", s.tokens_seen},
-                      {"tokens_resident", s.tokens_resident},
-                      {"resident_bytes", s.resident_bytes()},
-                      {"fp16_bytes", s.fp16_bytes},
-                      {"quant_bytes", s.quant_bytes},
-                      {"meta_bytes", s.meta_bytes},
-                      {"cold_bytes", s.cold_bytes},
-                      {"peak_bytes", s.peak_bytes},
-                      {"budget_bytes", s.budget_bytes},
-                      {"full_fp16_bytes", s.full_fp16_bytes},
-                      {"resident_fraction", full > 0 ? s.resident_bytes() / full : 0.0},
-                      {"fp16_windows", s.fp16_windows},
-                      {"quant_windows", s.quant_windows},
-                      {"evicted_windows", s.evicted_windows},
-                      {"promotions", s.promotions},
-                      {"demotions", s.demotions},
-                      {"evictions", s.evictions},
-                      {"routing_steps", s.routing_steps},
-                      {"infeasible", s.infeasible}};
-  if (!s.note.empty()) j["note"] = s.note;
+  nlohmann::json j = KvStatsToJson(s);
+  j["policy"] = flags.policy;
   if (flags.json) {
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return;

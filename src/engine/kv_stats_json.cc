@@ -1,0 +1,38 @@
+#include "engine/kv_stats_json.h"
+
+namespace qevict {
+
+nlohmann::json KvStatsToJson(const KvStats& s) {
+  const double full = static_cast<double>(s.full_fp16_bytes);
+  nlohmann::json j = {{"tokens_seen", s.tokens_seen},
+                      {"tokens_resident", s.tokens_resident},
+                      {"resident_bytes", s.resident_bytes()},
+                      {"resident_fraction", full > 0 ? s.resident_bytes() / full : 0.0},
+                      {"fp16_bytes", s.fp16_bytes},
+                      {"quant_bytes", s.quant_bytes},
+                      {"meta_bytes", s.meta_bytes},
+                      {"cold_bytes", s.cold_bytes},
+                      {"budget_bytes", s.budget_bytes},
+                      {"full_fp16_bytes", s.full_fp16_bytes},
+                      {"peak_bytes", s.peak_bytes},
+                      {"prefill_peak_bytes", s.prefill_peak_bytes},
+                      {"peak_fp16_bytes", s.peak_fp16_bytes},
+                      {"peak_quant_bytes", s.peak_quant_bytes},
+                      {"mean_resident_bytes", s.mean_resident_bytes},
+                      {"mean_fp16_bytes", s.mean_fp16_bytes},
+                      {"mean_quant_bytes", s.mean_quant_bytes},
+                      {"cold_peak_bytes", s.cold_peak_bytes},
+                      {"pool_reserved_bytes", s.pool_reserved_bytes},
+                      {"fp16_windows", s.fp16_windows},
+                      {"quant_windows", s.quant_windows},
+                      {"evicted_windows", s.evicted_windows},
+                      {"promotions", s.promotions},
+                      {"demotions", s.demotions},
+                      {"evictions", s.evictions},
+                      {"routing_steps", s.routing_steps},
+                      {"infeasible", s.infeasible}};
+  if (!s.note.empty()) j["note"] = s.note;
+  return j;
+}
+
+}  // namespace qevict
