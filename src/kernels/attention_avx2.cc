@@ -1,6 +1,8 @@
 // AVX2 + FMA + F16C versions of the attention building blocks (head_dim a multiple of 8).
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/attention_impl.h"
 #include "kernels/simd_avx2.h"
 
@@ -29,8 +31,50 @@ void ScoreFp16Keys(const float* q, int n_q, const uint16_t* k, int64_t k_stride,
   }
 }
 
+namespace {
+
+// Many queries (a block of prompt tokens): values are converted to fp32 once per chunk of keys
+// and each query's output row stays in registers while it sweeps the chunk. Every output element
+// still receives fma(p_j, v_j, .) in key order, so results equal the row-at-a-time loop's.
+template <int kChunks>
+void AccumulateManyQueries(const float* p, int n_q, int64_t ld, const uint16_t* v,
+                           int64_t v_stride, int64_t n, float* out) {
+  constexpr int kHd = 8 * kChunks;
+  constexpr int64_t kKeys = 32;
+  alignas(32) float staged[kKeys * kHd];
+  for (int64_t j0 = 0; j0 < n; j0 += kKeys) {
+    const int64_t keys = std::min(kKeys, n - j0);
+    for (int64_t j = 0; j < keys; ++j) {
+      const uint16_t* row = v + (j0 + j) * v_stride;
+      for (int c = 0; c < kChunks; ++c) {
+        _mm256_store_ps(staged + j * kHd + 8 * c,
+                        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 8 * c))));
+      }
+    }
+    for (int qi = 0; qi < n_q; ++qi) {
+      float* o = out + static_cast<int64_t>(qi) * kHd;
+      const float* pq = p + qi * ld + j0;
+      __m256 acc[kChunks];
+      for (int c = 0; c < kChunks; ++c) acc[c] = _mm256_loadu_ps(o + 8 * c);
+      for (int64_t j = 0; j < keys; ++j) {
+        const __m256 w = _mm256_set1_ps(pq[j]);
+        for (int c = 0; c < kChunks; ++c) {
+          acc[c] = _mm256_fmadd_ps(w, _mm256_load_ps(staged + j * kHd + 8 * c), acc[c]);
+        }
+      }
+      for (int c = 0; c < kChunks; ++c) _mm256_storeu_ps(o + 8 * c, acc[c]);
+    }
+  }
+}
+
+}  // namespace
+
 void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v,
                           int64_t v_stride, int64_t n, int head_dim, float* out) {
+  if (n_q >= 4 && head_dim == 64) return AccumulateManyQueries<8>(p, n_q, ld, v, v_stride, n, out);
+  if (n_q >= 4 && head_dim == 128) {
+    return AccumulateManyQueries<16>(p, n_q, ld, v, v_stride, n, out);
+  }
   const int chunks = head_dim / 8;
   for (int64_t j = 0; j < n; ++j) {
     const uint16_t* row = v + j * v_stride;

@@ -38,11 +38,81 @@ struct NoAttentionObserver {
   void OnShare(int, int, int64_t, int, float) {}
 };
 
+// Prompt chunks: queries are processed in blocks of kQueryBlock tokens per KV head, so each key
+// and value row is fetched from memory once per block rather than once per token (at long
+// context the per-token re-reads of the cache, not the arithmetic, bound prefill). Keys beyond a
+// query's causal horizon get probability exactly 0. Observers see the same per-(query, head)
+// items as in the unblocked path, with splits == 1.
+inline constexpr int kQueryBlock = 8;
+
+template <class ScoreFn, class AccumulateFn, class Observer>
+void GroupedAttentionBlocked(const KvGeometry& geo, int n, const int64_t* visible,
+                             const float* q, float* out, ThreadPool& pool, ScoreFn&& score,
+                             AccumulateFn&& accumulate, Observer& observer) {
+  const int n_kv = geo.n_kv_heads;
+  const int group = geo.n_heads / n_kv;
+  const int hd = geo.head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t n_blocks = (n + kQueryBlock - 1) / kQueryBlock;
+  if constexpr (Observer::kEnabled) observer.Prepare(n, 1, visible);
+
+  pool.ParallelFor(n_blocks * n_kv, 1, [&](int64_t first, int64_t last) {
+    thread_local std::vector<float> scores;  // [rows][m]
+    thread_local std::vector<float> queries;  // [rows][hd], rows = tokens in block x group
+    thread_local std::vector<float> acc;      // [rows][hd]
+    thread_local std::vector<float> sums;     // [rows]
+    for (int64_t item = first; item < last; ++item) {
+      const int h = static_cast<int>(item % n_kv);
+      const int t0 = static_cast<int>(item / n_kv) * kQueryBlock;
+      const int t1 = std::min(n, t0 + kQueryBlock);
+      const int rows = (t1 - t0) * group;
+      int64_t m = 0;
+      for (int t = t0; t < t1; ++t) m = std::max(m, visible[t]);
+      queries.resize(static_cast<size_t>(rows) * hd);
+      acc.assign(static_cast<size_t>(rows) * hd, 0.0f);
+      sums.assign(rows, 0.0f);
+      for (int t = t0; t < t1; ++t) {
+        const float* src = q + (static_cast<int64_t>(t) * geo.n_heads + h * group) * hd;
+        std::copy(src, src + static_cast<int64_t>(group) * hd,
+                  queries.data() + static_cast<int64_t>(t - t0) * group * hd);
+      }
+      if (m > 0) {
+        if (static_cast<int64_t>(scores.size()) < rows * m) scores.resize(rows * m);
+        score(h, 0, m, queries.data(), rows, scores.data(), m, scale);
+        for (int r = 0; r < rows; ++r) {
+          const int64_t vis = visible[t0 + r / group];
+          float* row = scores.data() + static_cast<int64_t>(r) * m;
+          if (vis > 0) sums[r] = ExpShiftSum(row, vis, MaxOf(row, vis));
+          std::fill(row + vis, row + m, 0.0f);
+        }
+        accumulate(h, 0, m, scores.data(), rows, m, acc.data());
+      }
+      for (int r = 0; r < rows; ++r) {
+        const int t = t0 + r / group;
+        float* o = out + (static_cast<int64_t>(t) * geo.n_heads + h * group + r % group) * hd;
+        const float inv = sums[r] > 0.0f ? 1.0f / sums[r] : 0.0f;
+        for (int d = 0; d < hd; ++d) o[d] = acc[static_cast<int64_t>(r) * hd + d] * inv;
+      }
+      if constexpr (Observer::kEnabled) {
+        for (int t = t0; t < t1; ++t) {
+          const int64_t r0 = static_cast<int64_t>(t - t0) * group;
+          observer.OnItem(static_cast<int64_t>(t) * n_kv + h, t, h, 0, visible[t],
+                          scores.data() + r0 * m, m, sums.data() + r0);
+        }
+      }
+    }
+  });
+}
+
 // visible[i]: how many stored keys (a prefix in storage order) query i may attend.
 template <class ScoreFn, class AccumulateFn, class Observer>
 void GroupedAttentionOverPrefix(const KvGeometry& geo, int n, const int64_t* visible,
                                 const float* q, float* out, ThreadPool& pool, ScoreFn&& score,
                                 AccumulateFn&& accumulate, Observer& observer) {
+  if (n >= 2 * kQueryBlock) {
+    GroupedAttentionBlocked(geo, n, visible, q, out, pool, score, accumulate, observer);
+    return;
+  }
   const int n_kv = geo.n_kv_heads;
   const int group = geo.n_heads / n_kv;
   const int hd = geo.head_dim;
