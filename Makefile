@@ -4,7 +4,7 @@ BUILD ?= build
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build test test-asan demo bench clean format
+.PHONY: all setup build test test-asan demo bench clean format fuzz
 
 all: build
 
@@ -30,6 +30,10 @@ demo: setup build
 
 bench: setup build
 	@scripts/bench.sh
+
+# libFuzzer targets with ASan+UBSan, FUZZ_SECONDS (default 180) each; see docs/security.md.
+fuzz:
+	@scripts/fuzz.sh
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

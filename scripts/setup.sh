@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs what building and testing qevict needs, skipping whatever is already there:
-# Debian packages (when run as root or with sudo) and the reference model.
-#   scripts/setup.sh            packages + model
+# Debian packages (when run as root or with sudo), the Python test environment (.venv with the
+# official `openai` client, used by tests/server/) and the reference model.
+#   scripts/setup.sh            packages + venv + model
 #   scripts/setup.sh packages   packages only
+#   scripts/setup.sh venv       Python test environment only
 #   scripts/setup.sh model      model only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake g++ make python3 python3-venv googletest libgtest-dev libgmock-dev
-          libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev libcpp-httplib-dev)
+          libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev libcpp-httplib-dev pkg-config
+          curl)
 
 install_packages() {
   local missing=()
@@ -29,9 +32,22 @@ install_packages() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# .venv with the Python packages the tests drive the server with; skipped when already there.
+PYTHON_TEST_PACKAGES=(openai)
+install_venv() {
+  if [ -x .venv/bin/python ] && .venv/bin/python -c "import openai" 2>/dev/null; then
+    echo "setup: Python test environment present (.venv)"
+    return
+  fi
+  echo "setup: creating .venv with ${PYTHON_TEST_PACKAGES[*]}"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/python -m pip install -q --disable-pip-version-check "${PYTHON_TEST_PACKAGES[@]}"
+}
+
 case "${1:-all}" in
   packages) install_packages ;;
+  venv) install_venv ;;
   model) scripts/fetch_model.sh ;;
-  all) install_packages; scripts/fetch_model.sh ;;
-  *) echo "usage: $0 [all|packages|model]" >&2; exit 2 ;;
+  all) install_packages; install_venv; scripts/fetch_model.sh ;;
+  *) echo "usage: $0 [all|packages|venv|model]" >&2; exit 2 ;;
 esac

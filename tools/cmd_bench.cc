@@ -33,7 +33,7 @@ struct BenchFlags {
   int reps = 3;
   int batch = 256;
   int bandwidth_mib = 1024;
-  std::string perf_control;        // a `perf record --control fifo:` path
+  std::string perf_control;  // a `perf record --control fifo:` path
   std::string perf_phase = "decode";
   KvFlags kv;  // --json (machine-readable output) is registered with the --kv-* flags
 };
@@ -172,8 +172,8 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
     row.kv_end = session.cache().Stats();
     if (last) row.mem = ReadMemoryStats();
   }
-  const double kv_read = 0.5 * static_cast<double>(row.kv_prefill.resident_bytes() +
-                                                   row.kv_end.resident_bytes());
+  const double kv_read =
+      0.5 * static_cast<double>(row.kv_prefill.resident_bytes() + row.kv_end.resident_bytes());
   row.bytes_per_token = weight_bytes + kv_read;
   PrintKvStats(f.kv, row.kv_end);
   return row;
@@ -223,17 +223,19 @@ void PrintText(const nlohmann::json& j) {
   std::printf("model: %s (%.1f MiB; %.1f MiB of weights read per decoded token)\n",
               j["model"].get<std::string>().c_str(), Mib(j["model_bytes"].get<double>()),
               Mib(j["weight_bytes_per_token"].get<double>()));
-  std::printf("threads %d | simd %s | kv policy %s | prefill batch %d | %d decode steps | best of "
-              "%d reps\n",
-              j["threads"].get<int>(), j["simd"].get<std::string>().c_str(),
-              j["kv_policy"].get<std::string>().c_str(), j["batch"].get<int>(),
-              j["gen"].get<int>(), j["reps"].get<int>());
+  std::printf(
+      "threads %d | simd %s | kv policy %s | prefill batch %d | %d decode steps | best of "
+      "%d reps\n",
+      j["threads"].get<int>(), j["simd"].get<std::string>().c_str(),
+      j["kv_policy"].get<std::string>().c_str(), j["batch"].get<int>(), j["gen"].get<int>(),
+      j["reps"].get<int>());
   const double bw = j["bandwidth_gbs"].get<double>();
   if (bw > 0) {
-    std::printf("memory bandwidth: %.1f GB/s read (%.0f MiB buffer, %d threads, best of %d); "
-                "%.1f GB/s over a buffer the size of the weights\n",
-                bw, Mib(j["bandwidth_buffer_bytes"].get<double>()), j["threads"].get<int>(),
-                j["bandwidth_passes"].get<int>(), j["working_set_bandwidth_gbs"].get<double>());
+    std::printf(
+        "memory bandwidth: %.1f GB/s read (%.0f MiB buffer, %d threads, best of %d); "
+        "%.1f GB/s over a buffer the size of the weights\n",
+        bw, Mib(j["bandwidth_buffer_bytes"].get<double>()), j["threads"].get<int>(),
+        j["bandwidth_passes"].get<int>(), j["working_set_bandwidth_gbs"].get<double>());
   }
   std::printf("peak RSS: %.1f MiB\n\n", Mib(j["peak_rss_bytes"].get<double>()));
   std::printf("%7s %7s %14s %13s %12s %11s %10s %10s %9s\n", "ctx", "prompt", "prefill tok/s",

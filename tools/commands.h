@@ -11,5 +11,6 @@ namespace qevict::cli {
 std::function<int()> RegisterRun(CLI::App& app);
 std::function<int()> RegisterInfo(CLI::App& app);
 std::function<int()> RegisterBench(CLI::App& app);
+std::function<int()> RegisterServe(CLI::App& app);
 
 }  // namespace qevict::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add(qevict::cli::RegisterRun);
   add(qevict::cli::RegisterInfo);
   add(qevict::cli::RegisterBench);
+  add(qevict::cli::RegisterServe);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -18,10 +18,11 @@ std::string ExtractChatMlDefaultSystem(std::string_view tmpl) {
   static constexpr std::string_view kRawHeader = "<|im_start|>system\n";
   static constexpr std::string_view kEnd = "<|im_end|>";
   for (std::string_view header : {kEscapedHeader, kRawHeader}) {
-    for (size_t at = tmpl.find(header); at != std::string_view::npos;
-         at = tmpl.find(header, at + 1)) {
+    size_t at = tmpl.find(header);
+    while (at != std::string_view::npos) {
       std::string text;
-      for (size_t pos = at + header.size(); pos < tmpl.size();) {
+      size_t pos = at + header.size();
+      while (pos < tmpl.size()) {
         if (tmpl.substr(pos).starts_with(kEnd)) return text;
         const char c = tmpl[pos];
         if (c == '\'' || c == '"') break;  // the literal ends: not a fixed message
@@ -34,6 +35,12 @@ std::string ExtractChatMlDefaultSystem(std::string_view tmpl) {
         text.push_back(c);
         ++pos;
       }
+      // The scan from a header that starts before `pos` would run in step with this one from
+      // that header's end on (a header holds no quote, and its only backslash starts an escape
+      // pair either way), so it would stop at the same place: skip those. Rescanning from every
+      // header made a crafted template quadratic (a hang; tests/fuzz_regressions/chat_template).
+      if (pos >= tmpl.size()) break;
+      at = tmpl.find(header, pos);
     }
   }
   return "";

@@ -10,6 +10,21 @@
 namespace qevict {
 namespace {
 
+// Longest token, score, token type and merge arrays accepted (LlamaConfig's vocabulary limit).
+// Each entry costs far more memory than its bytes in the file (an empty token string is 8 bytes
+// there, well over 100 once copied and indexed), so a crafted count is refused before any of it
+// is read.
+constexpr uint64_t kMaxVocabEntries = uint64_t{1} << 22;
+
+void CheckArrayLength(const gguf::File& file, std::string_view key) {
+  const gguf::Value* value = file.Find(key);
+  if (value != nullptr && value->type == gguf::ValueType::kArray &&
+      value->array_size > kMaxVocabEntries) {
+    throw Error("tokenizer: " + std::string(key) + " has " + std::to_string(value->array_size) +
+                " entries, over the limit of " + std::to_string(kMaxVocabEntries));
+  }
+}
+
 std::vector<std::string> ToStrings(const std::vector<std::string_view>& views) {
   return std::vector<std::string>(views.begin(), views.end());
 }
@@ -36,6 +51,10 @@ Vocab VocabFromGguf(const gguf::File& file) {
   }
   vocab.model = std::string(file.GetString("tokenizer.ggml.model"));
   vocab.pre = std::string(file.FindString("tokenizer.ggml.pre").value_or(""));
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+                          "tokenizer.ggml.token_type", "tokenizer.ggml.merges"}) {
+    CheckArrayLength(file, key);
+  }
   if (file.Has("tokenizer.ggml.tokens")) {
     vocab.tokens = ToStrings(file.GetStringArray("tokenizer.ggml.tokens"));
   }

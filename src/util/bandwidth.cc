@@ -98,7 +98,9 @@ BandwidthResult MeasureReadBandwidth(ThreadPool& pool, size_t buffer_bytes, int 
   for (int pass = 0; pass < std::max(1, passes); ++pass) {
     const auto t0 = std::chrono::steady_clock::now();
     pool.ParallelFor(threads, 1, [&](int64_t first, int64_t last) {
-      for (int64_t t = first; t < last; ++t) sink.fetch_add(sum(slice_of(static_cast<int>(t)), words));
+      for (int64_t t = first; t < last; ++t) {
+        sink.fetch_add(sum(slice_of(static_cast<int>(t)), words));
+      }
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rates.push_back(static_cast<double>(total) / s / 1e9);

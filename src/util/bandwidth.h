@@ -10,7 +10,7 @@
 namespace qevict {
 
 struct BandwidthResult {
-  double gb_per_s = 0.0;    // best pass, in 10^9 bytes per second
+  double gb_per_s = 0.0;  // best pass, in 10^9 bytes per second
   double median_gb_per_s = 0.0;
   size_t buffer_bytes = 0;  // bytes read per pass
   int threads = 0;

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Regenerates docs/benchmarks.md (called by `make bench`): qevict against llama.cpp, side by side
+# in one run on this machine, same GGUF file, same thread count.
+#
+#  1. builds llama.cpp's llama-bench (scripts/bench_llamacpp.sh; cached in third_party_build/);
+#  2. ROUNDS times, for every context length in CTX, interleaved: `qevict bench` (prefill of a
+#     prompt of that length, then GEN greedy decode steps), llama-bench `-p P` (prefill) and
+#     llama-bench `-n GEN -d P` (decode after a prompt of P tokens); both engines report the best
+#     of REPS repetitions, and the best over the rounds is kept;
+#     The same with one thread each at CTX1 lengths (stage speed1);
+#  3. the KV-policy table: `qevict bench` with `full` and, when `qevict run --help` offers
+#     --kv-budget, every policy in KV_POLICIES at every budget in KV_BUDGETS, at KV_CTX lengths;
+#  4. profiles (when `perf` works): decode and prefill of qevict alone, per context length;
+#  5. scripts/render_benchmarks.py turns the JSON into docs/benchmarks.md.
+#
+# The machine may be shared: before each timed command the script waits (up to QUIET_WAIT
+# seconds) for a second in which at least QUIET_IDLE of the CPU time was idle, and it records
+# how much CPU each command actually got (GNU time's %P), which the page reports per engine.
+#
+# Environment: BIN (default build/qevict), MODEL, THREADS (2), CTX (512,4096), GEN (64), REPS (2),
+# ROUNDS (3), QUIET_WAIT (30), QUIET_IDLE (0.75), KV_CTX (4096,8192), KV_POLICIES (qevict; comma list, or "all" for every policy
+# `qevict run --help` lists), KV_BUDGETS (0.05,0.1,0.2), KV_REPS (1), PROFILE (1 = when perf
+# works, 0 = skip), LLAMACPP (1 = compare with llama.cpp, 0 = qevict only), OUT
+# (docs/benchmarks.md), WORK (keep the raw results there instead of a temporary directory),
+# CTX1 (512: contexts of the one-thread comparison), STAGES (speed,speed1,kv,profile: with WORK,
+# rerun some stages and keep the others' results).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=${BIN:-build/qevict}
+MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
+THREADS=${THREADS:-2}
+CTX=${CTX:-512,4096}
+GEN=${GEN:-64}
+REPS=${REPS:-2}
+ROUNDS=${ROUNDS:-3}
+QUIET_WAIT=${QUIET_WAIT:-30}
+QUIET_IDLE=${QUIET_IDLE:-0.75}
+KV_CTX=${KV_CTX:-4096,8192}
+KV_BUDGETS=${KV_BUDGETS:-0.05,0.1,0.2}
+KV_POLICIES=${KV_POLICIES:-qevict}
+KV_REPS=${KV_REPS:-1}
+STAGES=${STAGES:-speed,speed1,kv,profile}
+CTX1=${CTX1:-512}
+PROFILE=${PROFILE:-1}
+LLAMACPP=${LLAMACPP:-1}
+OUT=${OUT:-docs/benchmarks.md}
+
+[ -x "$BIN" ] || { echo "bench: $BIN not found (run \`make build\` or set BIN)" >&2; exit 1; }
+[ -f "$MODEL" ] || { echo "bench: $MODEL not found (run \`make setup\`)" >&2; exit 1; }
+stage() { [[ ",$STAGES," == *",$1,"* ]]; }
+if [ -n "${WORK:-}" ]; then
+  mkdir -p "$WORK"
+  stage speed && rm -f "$WORK"/speed_* "$WORK"/llama_* "$WORK"/loadavg_*
+  stage speed1 && rm -f "$WORK"/speed1_* "$WORK"/llama1_*
+  stage kv && rm -f "$WORK"/kv_* "$WORK"/kvfail_*
+  stage profile && rm -f "$WORK"/profile_*
+else
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+fi
+log() { echo "bench: $*" >&2; }
+
+# Fraction of all CPU time that was idle over the next second (/proc/stat).
+idle_fraction() {
+  local a b
+  a=$(head -1 /proc/stat)
+  sleep 1
+  b=$(head -1 /proc/stat)
+  python3 -c '
+import sys
+a = [int(x) for x in sys.argv[1].split()[1:]]
+b = [int(x) for x in sys.argv[2].split()[1:]]
+d = [y - x for x, y in zip(a, b)]
+print("%.2f" % ((d[3] + d[4]) / max(1, sum(d))))' "$a" "$b"
+}
+
+# Waits until the machine looks quiet (or QUIET_WAIT seconds have passed).
+wait_quiet() {
+  local waited=0 idle
+  while :; do
+    idle=$(idle_fraction)
+    python3 -c "import sys; sys.exit(0 if $idle >= $QUIET_IDLE else 1)" && break
+    waited=$((waited + 1))
+    [ "$waited" -ge "$QUIET_WAIT" ] && break
+  done
+  echo "$idle"
+}
+
+# Runs a command after wait_quiet, stdout to $2; "peak-RSS-KiB CPU%" (GNU time) and the idle
+# fraction seen before it to $1.
+run_timed() {
+  local res=$1 out=$2 idle
+  shift 2
+  idle=$(wait_quiet)
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f "%M %P" -o "$res" "$@" >"$out"
+  else
+    "$@" >"$out"
+    echo "0 0%" >"$res"
+  fi
+  echo "idle_before $idle" >>"$res"
+}
+
+LLAMA_BENCH=""
+if [ "$LLAMACPP" = 1 ]; then
+  LLAMA_BENCH=$(scripts/bench_llamacpp.sh build)
+fi
+
+# speed OURS_PREFIX LLAMA_PREFIX THREADS CONTEXTS: ROUNDS interleaved rounds of both engines.
+speed() {
+  local ours=$1 theirs=$2 t=$3 L P tag round
+  local -a lens
+  IFS=, read -r -a lens <<<"$4"
+  log "$ours: contexts $4, $GEN decode steps, best of $REPS reps x $ROUNDS rounds, $t threads"
+  for round in $(seq 1 "$ROUNDS"); do
+    for L in "${lens[@]}"; do
+      tag="r${round}_L${L}"
+      log "$ours round $round/$ROUNDS, context $L: qevict"
+      run_timed "$WORK/${ours}_$tag.rss" "$WORK/${ours}_$tag.json" \
+        "$BIN" bench -m "$MODEL" --ctx "$L" -t "$t" --gen "$GEN" --reps "$REPS" --json
+      [ -n "$LLAMA_BENCH" ] || continue
+      P=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rows"][0]["prompt_tokens"])' \
+          "$WORK/${ours}_$tag.json")
+      log "$ours round $round/$ROUNDS, context $L: llama.cpp prefill $P, decode $GEN at depth $P"
+      run_timed "$WORK/${theirs}_pp_$tag.rss" "$WORK/${theirs}_pp_$tag.json" \
+        "$LLAMA_BENCH" -m "$MODEL" -t "$t" -p "$P" -n 0 -r "$REPS" -o json
+      run_timed "$WORK/${theirs}_tg_$tag.rss" "$WORK/${theirs}_tg_$tag.json" \
+        "$LLAMA_BENCH" -m "$MODEL" -t "$t" -p 0 -n "$GEN" -d "$P" -r "$REPS" -o json
+    done
+  done
+}
+
+[ -f "$WORK/loadavg_start.txt" ] || cat /proc/loadavg >"$WORK/loadavg_start.txt"
+IFS=, read -r -a ctx_list <<<"$CTX"
+if stage speed; then speed speed llama "$THREADS" "$CTX"; fi
+# One thread each: no thread synchronisation, so on a busy machine this compares the kernels.
+if stage speed1; then speed speed1 llama1 1 "$CTX1"; fi
+
+# KV policies: full always; the tiered policies once the binary has a --kv-budget flag.
+help=$("$BIN" run --help 2>&1 || true)
+policies=()
+if grep -q -- "--kv-budget" <<<"$help"; then
+  if [ "$KV_POLICIES" = all ]; then
+    # The --kv-policy help line lists them: "cache policy: full, streaming, h2o, ...".
+    listed=$(grep -- "--kv-policy" <<<"$help" | sed -n 's/.*polic[a-z]*: *//p' | tr -d ' ')
+    IFS=, read -r -a policies <<<"${listed:-qevict}"
+  else
+    IFS=, read -r -a policies <<<"$KV_POLICIES"
+  fi
+else
+  log "no --kv-budget in \`$BIN run --help\`: KV table with the full cache only"
+fi
+IFS=, read -r -a kv_ctx_list <<<"$KV_CTX"
+IFS=, read -r -a budgets <<<"$KV_BUDGETS"
+for L in "${kv_ctx_list[@]}"; do
+  stage kv || break
+  log "kv: full at $L"
+  "$BIN" bench -m "$MODEL" --ctx "$L" -t "$THREADS" --gen "$GEN" --reps "$KV_REPS" --json \
+    --bandwidth-mib 0 >"$WORK/kv_full_none_L$L.json"
+  for p in "${policies[@]}"; do
+    [ "$p" = full ] && continue
+    for b in "${budgets[@]}"; do
+      log "kv: $p at budget $b, context $L"
+      if ! "$BIN" bench -m "$MODEL" --ctx "$L" -t "$THREADS" --gen "$GEN" --reps "$KV_REPS" --json \
+          --bandwidth-mib 0 --kv-policy "$p" --kv-budget "$b" >"$WORK/kv_${p}_${b}_L$L.json" \
+          2>"$WORK/kv_${p}_${b}_L$L.err"; then
+        log "kv: $p at $b failed: $(tail -1 "$WORK/kv_${p}_${b}_L$L.err")"
+        rm -f "$WORK/kv_${p}_${b}_L$L.json"
+        cp "$WORK/kv_${p}_${b}_L$L.err" "$WORK/kvfail_${p}_${b}_L$L.txt"
+      fi
+    done
+  done
+done
+
+# Profiles of qevict alone: perf switched on around one phase by `qevict bench --perf-control`.
+if ! stage profile; then
+  :
+elif [ "$PROFILE" = 1 ] && command -v perf >/dev/null &&
+   perf record -q -e cpu-clock -o "$WORK/probe.data" -- true >/dev/null 2>&1; then
+  # Each phase with THREADS threads, and decode with one thread too (no pool synchronisation:
+  # what the kernels alone cost).
+  for L in "${ctx_list[@]}"; do
+    for run in "decode $THREADS" "prefill $THREADS" "decode 1"; do
+      read -r phase t <<<"$run"
+      name=$phase$([ "$t" = "$THREADS" ] || echo "-t$t")
+      log "profile: $phase at $L, $t thread(s)"
+      fifo="$WORK/perf_${name}_$L.ctl"
+      rm -f "$fifo" && mkfifo "$fifo"
+      wait_quiet >/dev/null
+      perf record -q -D -1 --control "fifo:$fifo" -e cpu-clock -F 2999 \
+        -o "$WORK/perf_${name}_$L.data" -- \
+        "$BIN" bench -m "$MODEL" --ctx "$L" -t "$t" --gen "$GEN" --reps 1 \
+        --bandwidth-mib 0 --perf-control "$fifo" --perf-phase "$phase" >/dev/null 2>&1 || true
+      perf report -q -i "$WORK/perf_${name}_$L.data" --stdio --no-children --sort symbol \
+        --percent-limit 0.3 2>/dev/null >"$WORK/profile_${name}_L$L.txt" || true
+      rm -f "$fifo" "$WORK/perf_${name}_$L.data"
+    done
+  done
+  rm -f "$WORK/probe.data"
+else
+  log "perf unavailable: no profiles"
+fi
+cat /proc/loadavg >"$WORK/loadavg_end.txt"
+
+# What ran, where.
+python3 - "$WORK/meta.json" <<PY
+import json, os, platform, subprocess, sys, time
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+json.dump({
+    "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+    "cpu": cpu,
+    "cores": os.cpu_count(),
+    "cpu_flags": [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))],
+    "kernel": platform.release(),
+    "mem_total_kib": next((int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0),
+    "qevict_commit": sh("git rev-parse --short HEAD") + (" (uncommitted changes)" if sh("git --no-optional-locks status --porcelain --untracked-files=no") else ""),
+    "bin": "$BIN", "model": "$MODEL", "threads": $THREADS, "gen": $GEN, "reps": $REPS,
+    "rounds": $ROUNDS, "ctx": "$CTX", "ctx1": "$CTX1", "quiet_idle": $QUIET_IDLE,
+    "quiet_wait": $QUIET_WAIT, "kv_ctx": "$KV_CTX", "kv_budgets": "$KV_BUDGETS",
+    "kv_reps": $KV_REPS,
+    "llama_bench": "$LLAMA_BENCH",
+    "llama_version": sh("scripts/bench_llamacpp.sh version") if "$LLAMA_BENCH" else "",
+    "llama_cmake_flags": sh("scripts/bench_llamacpp.sh flags") if "$LLAMA_BENCH" else "",
+    "loadavg_start": open("$WORK/loadavg_start.txt").read().split()[:3],
+    "loadavg_end": open("$WORK/loadavg_end.txt").read().split()[:3],
+}, open(sys.argv[1], "w"), indent=1)
+PY
+
+python3 scripts/render_benchmarks.py --work "$WORK" --out "$OUT"
+log "wrote $OUT"

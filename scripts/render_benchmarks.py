@@ -1,0 +1,538 @@
+#!/usr/bin/env python3
+"""Renders docs/benchmarks.md from the raw results scripts/bench.sh collected (standard library
+only). Every number and every verdict in the output is computed here from those files; the page
+is never edited by hand.
+
+Inputs in --work:
+  meta.json                    machine, date, settings (written by bench.sh)
+  speed_r{R}_L{L}.json         `qevict bench --json`, round R, context L
+  llama_pp_r{R}_L{L}.json      llama-bench -o json, prefill of the same prompt length
+  llama_tg_r{R}_L{L}.json      llama-bench -o json, decode at depth = that prompt length
+  llama_{pp,tg}_*.rss          peak RSS of those llama-bench runs (KiB, GNU time)
+  kv_{policy}_{budget}_L{L}.json, kvfail_{policy}_{budget}_L{L}.txt
+  profile_{decode,prefill}_L{L}.txt   `perf report --stdio --no-children --sort symbol`
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+
+TARGET_CTX = (512, 4096)
+TARGET_DECODE_RATIO = 1.0
+TARGET_PREFILL_RATIO = 0.7
+TARGET_BW_FRACTION = 0.6
+
+# Profile symbols grouped by what they do; the first matching rule wins.
+CATEGORIES = [
+    ("kernel (page faults, syscalls, scheduler)", r"^\[k\]"),
+    # The pool's own loops; work run through ParallelFor<...> lambdas falls to the rules below.
+    ("thread-pool synchronisation and spin-waiting",
+     r"ThreadPool::(Run|Work|WorkerLoop|RunOnAll)\b|futex|sched_yield|pthread_"),
+    ("activation quantization (fp32 -> Q8)", r"[Qq]uantize"),
+    ("attention (scores, softmax, weighted values)",
+     r"[Aa]ttention|Attend|Score|Accumulate|[Ss]oftmax|GroupedAttention"),
+    ("KV store (RoPE on keys, fp32 -> fp16)", r"Store|Fp32ToFp16|[Rr]ope"),
+    ("quantized matmul (weights x activations)",
+     r"[Vv]ec_?[Dd]ot|MatMul|[Tt]ile|Dot|[Gg]emv|[Gg]emm"),
+    ("norms, SwiGLU, residual adds, embedding", r"[Nn]orm|Silu|SwiGLU|Swiglu|Add|Mul|Embed|Gelu"),
+    ("memory copies (memcpy, memset)", r"mem(cpy|set|move)"),
+]
+
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def try_load(path):
+    """The JSON in path, or None when the file is empty or cut short (a run that failed)."""
+    try:
+        return load_json(path)
+    except (OSError, ValueError):
+        return None
+
+
+def ctx_of(path):
+    return int(re.search(r"_L(\d+)\.", path).group(1))
+
+
+def mib(b):
+    return "%.1f MiB" % (b / 2**20)
+
+
+def fmt(x, digits=1):
+    return "n/a" if x is None else ("%." + str(digits) + "f") % x
+
+
+def pct(x):
+    return "n/a" if x is None else "%.0f%%" % x
+
+
+def ratio_str(a, b):
+    return "n/a" if a is None or not b else "%.2fx" % (a / b)
+
+
+def read_timed(path):
+    """(peak RSS bytes, CPU % obtained, idle fraction before) from a bench.sh run_timed file."""
+    rss = cpu = idle = None
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return rss, cpu, idle
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "idle_before":
+            idle = float(parts[1])
+        elif len(parts) == 2 and parts[1].endswith("%") and parts[0].isdigit():
+            rss = int(parts[0]) * 1024 or None
+            cpu = float(parts[1][:-1] or 0) or None
+    return rss, cpu, idle
+
+
+def median_or_none(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def collect_speed(work, ours="speed", theirs="llama"):
+    """Per context: our best rows / samples and llama.cpp's, over all rounds."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(work, ours + "_r*_L*.json"))):
+        L = ctx_of(path)
+        j = try_load(path)
+        if not j or not j.get("rows"):
+            continue
+        e = out.setdefault(L, {"ours": [], "bw": [], "ws_bw": [], "llama_pp": [], "llama_tg": [],
+                               "llama_rss": [], "cpu": [], "l_cpu": [], "idle": [], "meta": j})
+        e["ours"].append(j["rows"][0])
+        e["bw"].append(j["bandwidth_gbs"])
+        e["ws_bw"].append(j["working_set_bandwidth_gbs"])
+        tag = os.path.basename(path)[len(ours) + 1:-len(".json")]
+        _, cpu, idle = read_timed(os.path.join(work, "%s_%s.rss" % (ours, tag)))
+        e["cpu"].append(cpu)
+        e["idle"].append(idle)
+        for kind in ("pp", "tg"):
+            lp = os.path.join(work, "%s_%s_%s.json" % (theirs, kind, tag))
+            tests = try_load(lp)
+            if tests:
+                e["llama_" + kind].append(tests[0])
+            rss, cpu, idle = read_timed(os.path.join(work, "%s_%s_%s.rss" % (theirs, kind, tag)))
+            if rss:
+                e["llama_rss"].append(rss)
+            e["l_cpu"].append(cpu)
+            e["idle"].append(idle)
+    return out
+
+
+def summarize(e):
+    ours = e["ours"]
+    s = {
+        "prompt_tokens": ours[0]["prompt_tokens"],
+        "prefill": max(r["prefill_tps"] for r in ours),
+        "decode": max(r["decode_tps"] for r in ours),
+        "prefill_med": statistics.median(x for r in ours for x in r["prefill_tps_samples"]),
+        "decode_med": statistics.median(x for r in ours for x in r["decode_tps_samples"]),
+        "bytes_per_token": ours[0]["bytes_per_token"],
+        "kv_bytes": ours[0]["kv_resident_bytes"],
+        "peak_rss": max(r["peak_rss_bytes"] for r in ours),
+        "rss_file": max(r["rss_file_bytes"] for r in ours),
+        "rss_anon": max(r["rss_anon_bytes"] for r in ours),
+        "bw": max(e["bw"]) if e["bw"] else 0.0,
+        "ws_bw": max(e["ws_bw"]) if e["ws_bw"] else 0.0,
+        "l_prefill": None, "l_decode": None, "l_prefill_med": None, "l_decode_med": None,
+        "l_rss": max(e["llama_rss"]) if e["llama_rss"] else None,
+        "l_info": (e["llama_pp"] + e["llama_tg"] + [None])[0],
+        "cpu": median_or_none(e["cpu"]),
+        "l_cpu": median_or_none(e["l_cpu"]),
+        "idle": median_or_none(e["idle"]),
+        "runs": len(ours),
+        "threads": e["meta"]["threads"],
+    }
+    for kind, key in (("llama_pp", "l_prefill"), ("llama_tg", "l_decode")):
+        samples = [x for t in e[kind] for x in t.get("samples_ts", [t.get("avg_ts", 0)])]
+        if samples:
+            s[key] = max(samples)
+            s[key + "_med"] = statistics.median(samples)
+    return s
+
+
+def parse_profile(path):
+    """[(percent, symbol)] from a perf report --stdio --sort symbol listing."""
+    rows = []
+    if not os.path.exists(path):
+        return rows
+    for line in open(path, errors="replace"):
+        m = re.match(r"\s*([\d.]+)%\s+(\[[.k]\])\s+(.*\S)", line)
+        if m:
+            sym = re.split(r"\s{2,}", m.group(3))[0]  # drop perf's trailing columns
+            rows.append((float(m.group(1)), ("[k] " + sym) if m.group(2) == "[k]" else sym))
+    return rows
+
+
+def categorize(rows):
+    totals = {}
+    for pct, sym in rows:
+        name = next((n for n, rx in CATEGORIES if re.search(rx, sym)), "other")
+        totals[name] = totals.get(name, 0.0) + pct
+    return sorted(totals.items(), key=lambda kv: -kv[1])
+
+
+def profile_text(work, phase, L):
+    rows = parse_profile(os.path.join(work, "profile_%s_L%d.txt" % (phase, L)))
+    if not rows:
+        return None
+    cats = categorize(rows)
+    top = ", ".join("%s %.0f%%" % (n, p) for n, p in cats[:4])
+    syms = "; ".join("`%s` %.1f%%" % (short_symbol(s), p) for p, s in rows[:5])
+    return "profile of qevict %s at context %d: %s. Top symbols: %s." % (phase, L, top, syms)
+
+
+def short_symbol(sym):
+    sym = re.sub(r"\(anonymous namespace\)::", "", sym)
+    sym = re.sub(r"\(.*\)$", "", sym)
+    sym = re.sub(r"(?<=[<, ])(\w+::)+", "", sym)  # namespaces inside template arguments
+    sym = re.sub(r"^qevict::", "", sym)
+    return sym if len(sym) <= 90 else sym[:87] + "..."
+
+
+def verdict(actual, target, what, unit_ratio=True):
+    if actual is None:
+        return "not measured"
+    if actual >= target:
+        return "**met** (%s %.2f%s, target %.2f%s)" % (
+            what, actual, "x" if unit_ratio else "", target, "x" if unit_ratio else "")
+    short = 100.0 * (target - actual) / target
+    need = 100.0 * (target / actual - 1.0) if actual > 0 else float("inf")
+    if unit_ratio:
+        return "**missed** by %.0f%%: %s %.2fx, target %.2fx (needs %.0f%% more speed)" % (
+            short, what, actual, target, need)
+    return "**missed** by %.0f points: %.0f%% of the limit, target %.0f%% (needs %.0f%% more speed)" % (
+        100 * (target - actual), 100 * actual, 100 * target, need)
+
+
+def render_machine(meta, any_speed):
+    load_s, load_e = meta.get("loadavg_start", ["?"])[0], meta.get("loadavg_end", ["?"])[0]
+    lines = [
+        "## Machine and run",
+        "",
+        "| | |",
+        "|---|---|",
+        "| date | %s |" % meta.get("date", "?"),
+        "| CPU | %s, %s cores visible, %.1f GiB RAM, Linux %s |" % (
+            meta.get("cpu", "?"), meta.get("cores", "?"), meta.get("mem_total_kib", 0) / 2**20,
+            meta.get("kernel", "?")),
+        "| CPU SIMD flags | %s |" % " ".join(meta.get("cpu_flags", [])),
+        "| qevict | `%s` at %s, kernels at SIMD level `%s` (runtime dispatch) |" % (
+            meta.get("bin"), meta.get("qevict_commit", "?"), any_speed.get("simd", "?")),
+        "| llama.cpp | %s |" % (meta.get("llama_version") or "not run (LLAMACPP=0)"),
+        "| llama.cpp CMake flags | `%s` |" % (meta.get("llama_cmake_flags") or "n/a"),
+        "| model | `%s` (%s) |" % (meta.get("model"), mib(any_speed.get("model_bytes", 0))),
+        "| threads | %s (both engines) |" % meta.get("threads"),
+        "| load average (1 min) | %s at the start, %s at the end |" % (load_s, load_e),
+        "",
+    ]
+    try:
+        if max(float(load_s), float(load_e)) > float(meta.get("cores", 1)):
+            lines += ["Note: the load average exceeded the number of cores during this run (other "
+                      "work shared the machine), so absolute numbers are noisy; the two engines ran "
+                      "interleaved, so their ratios are the meaningful figures.", ""]
+    except ValueError:
+        pass
+    return lines
+
+
+def render_commands(meta):
+    b, m, t, g, r = meta["bin"], meta["model"], meta["threads"], meta["gen"], meta["reps"]
+    return [
+        "## Commands",
+        "",
+        "Interleaved per context length L, %s round(s); P = the prompt length (L, or L - %s when L "
+        "+ %s would pass the model's window):" % (meta["rounds"], g, g),
+        "",
+        "```",
+        "%s bench -m %s --ctx L -t %s --gen %s --reps %s --json" % (b, m, t, g, r),
+        "llama-bench -m %s -t %s -p P -n 0 -r %s -o json          # prefill" % (m, t, r),
+        "llama-bench -m %s -t %s -p 0 -n %s -d P -r %s -o json    # decode after P tokens" % (
+            m, t, g, r),
+        "# the same with -t 1 at %s (one thread each)" % meta.get("ctx1", "-"),
+        "%s bench -m %s --ctx L -t %s --gen %s --reps %s --json --bandwidth-mib 0 \\" % (
+            b, m, t, g, meta.get("kv_reps", "?")),
+        "    --kv-policy P --kv-budget B                             # KV table",
+        "perf record -D -1 --control fifo:F -e cpu-clock -F 2999 -- \\",
+        "    %s bench -m %s --ctx L -t T --gen %s --reps 1 --bandwidth-mib 0 \\" % (b, m, g),
+        "    --perf-control F --perf-phase decode|prefill            # profiles",
+        "```",
+        "",
+        "Each engine reports the best of its %s repetitions and the best over the rounds (the "
+        "median of all repetitions is given too). Prefill is timed over the whole prompt from an "
+        "empty cache; decode is %s steps after a prompt of P tokens (llama-bench's `-d`), greedy "
+        "on the model's own logits for qevict. qevict prefills 256 tokens per forward pass; "
+        "llama-bench uses its defaults (n_batch 2048, n_ubatch 512)." % (r, g),
+        "",
+    ]
+
+
+def render_speed(speed, meta):
+    lines = ["## qevict vs llama.cpp", ""]
+    summaries = {}
+    for L in sorted(speed):
+        s = summarize(speed[L])
+        summaries[L] = s
+        bw = s["bw"]
+        limit = bw * 1e9 / s["bytes_per_token"] if bw else None
+        frac = (lambda d: d / limit if limit and d else None)
+        lines += [
+            "### Context %d (prompt %d tokens)" % (L, s["prompt_tokens"]),
+            "",
+            "| | qevict | llama.cpp | qevict / llama.cpp |",
+            "|---|---:|---:|---:|",
+            "| prefill tok/s (best) | %s | %s | %s |" % (
+                fmt(s["prefill"]), fmt(s["l_prefill"]), ratio_str(s["prefill"], s["l_prefill"])),
+            "| prefill tok/s (median) | %s | %s | %s |" % (
+                fmt(s["prefill_med"]), fmt(s["l_prefill_med"]),
+                ratio_str(s["prefill_med"], s["l_prefill_med"])),
+            "| decode tok/s (best) | %s | %s | %s |" % (
+                fmt(s["decode"]), fmt(s["l_decode"]), ratio_str(s["decode"], s["l_decode"])),
+            "| decode tok/s (median) | %s | %s | %s |" % (
+                fmt(s["decode_med"]), fmt(s["l_decode_med"]),
+                ratio_str(s["decode_med"], s["l_decode_med"])),
+            "| decode, % of the bandwidth limit | " + " | ".join(
+                "n/a" if frac(d) is None else "%.0f%%" % (100 * frac(d))
+                for d in (s["decode"], s["l_decode"])) + " | |",
+            "| peak RSS | %s | %s | |" % (mib(s["peak_rss"]),
+                                         mib(s["l_rss"]) if s["l_rss"] else "n/a"),
+            "| CPU obtained per run (median; %d%% = all threads busy) | %s | %s | |" % (
+                100 * meta["threads"], pct(s["cpu"]), pct(s["l_cpu"])),
+            "",
+            "%d interleaved runs per engine; median idle CPU just before a run: %s." % (
+                s["runs"], pct(None if s["idle"] is None else 100 * s["idle"])),
+            "",
+            "Bandwidth limit: %s read per decoded token (weights %s + KV cache %s) / %.1f GB/s "
+            "measured = %s tok/s. qevict's resident memory: %s file-backed (the mmap'd weights) "
+            "+ %s anonymous (KV cache, scratch)." % (
+                mib(s["bytes_per_token"]), mib(speed[L]["meta"]["weight_bytes_per_token"]),
+                mib(s["kv_bytes"]), bw, fmt(limit), mib(s["rss_file"]), mib(s["rss_anon"])),
+            "",
+        ]
+    return lines, summaries
+
+
+def render_single_thread(work):
+    speed = collect_speed(work, "speed1", "llama1")
+    if not speed:
+        return []
+    lines = ["## One thread each", "",
+             "The same comparison with one thread per engine (stage speed1 of scripts/bench.sh): "
+             "no thread synchronisation, so on a busy machine these ratios reflect the kernels "
+             "more than the thread pools.", "",
+             "| context | prefill tok/s qevict | llama.cpp | ratio | decode tok/s qevict | "
+             "llama.cpp | ratio | CPU obtained qevict / llama.cpp |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for L in sorted(speed):
+        s = summarize(speed[L])
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s / %s |" % (
+            L, fmt(s["prefill"]), fmt(s["l_prefill"]), ratio_str(s["prefill"], s["l_prefill"]),
+            fmt(s["decode"]), fmt(s["l_decode"]), ratio_str(s["decode"], s["l_decode"]),
+            pct(s["cpu"]), pct(s["l_cpu"])))
+    return lines + [""]
+
+
+def render_bandwidth(speed):
+    j = next(iter(speed.values()))["meta"]
+    bws = [b for e in speed.values() for b in e["bw"]]
+    ws = [b for e in speed.values() for b in e["ws_bw"]]
+    weights, llc = j["weight_bytes_per_token"], j.get("last_level_cache_bytes", 0)
+    lines = [
+        "## Memory bandwidth",
+        "",
+        "Read bandwidth measured by `qevict bench` with the same %d threads: each thread sums its "
+        "own slice of a %s buffer, best of %d passes; best of %d measurements in this run: "
+        "**%.1f GB/s** (median %.1f). Over a buffer the size of the weights read per token (%s) "
+        "it reads %.1f GB/s." % (
+            j["threads"], mib(j["bandwidth_buffer_bytes"]), j["bandwidth_passes"], len(bws),
+            max(bws), statistics.median(bws), mib(weights), max(ws) if ws else 0.0),
+        "",
+    ]
+    if llc and weights < llc:
+        lines += ["The OS reports a %s last-level cache, larger than the %s of weights: decode may "
+                  "be served partly from cache, and then its fraction of the DRAM limit can exceed "
+                  "what DRAM alone allows." % (mib(llc), mib(weights)), ""]
+    return lines
+
+
+def render_targets(summaries, work):
+    lines = ["## Targets", "",
+             "At %s tokens of context: decode >= %.1fx llama.cpp, prefill >= %.1fx llama.cpp, decode "
+             ">= %.0f%% of the bandwidth limit (best-of-repetitions figures)." % (
+                 " and ".join(map(str, TARGET_CTX)), TARGET_DECODE_RATIO, TARGET_PREFILL_RATIO,
+                 100 * TARGET_BW_FRACTION), ""]
+    cpu = [(s["cpu"], s["l_cpu"]) for s in summaries.values() if s["cpu"] and s["l_cpu"]]
+    if cpu:
+        lines += ["CPU the runs obtained (median of the per-run shares; %d%% would be all threads "
+                  "busy): qevict %s, llama.cpp %s." % (
+                      100 * next(iter(summaries.values()))["threads"],
+                      pct(statistics.median(c for c, _ in cpu)),
+                      pct(statistics.median(c for _, c in cpu))), ""]
+    causes = []
+    for L in TARGET_CTX:
+        s = summaries.get(L)
+        if s is None:
+            lines.append("- context %d: not measured" % L)
+            continue
+        dec = s["decode"] / s["l_decode"] if s["l_decode"] else None
+        pre = s["prefill"] / s["l_prefill"] if s["l_prefill"] else None
+        frac = s["decode"] * s["bytes_per_token"] / (s["bw"] * 1e9) if s["bw"] else None
+        checks = [
+            ("decode vs llama.cpp", verdict(dec, TARGET_DECODE_RATIO, "decode ratio"), "decode",
+             dec is not None and dec < TARGET_DECODE_RATIO),
+            ("prefill vs llama.cpp", verdict(pre, TARGET_PREFILL_RATIO, "prefill ratio"), "prefill",
+             pre is not None and pre < TARGET_PREFILL_RATIO),
+            ("decode vs bandwidth limit", verdict(frac, TARGET_BW_FRACTION, "", unit_ratio=False),
+             "decode", frac is not None and frac < TARGET_BW_FRACTION),
+        ]
+        for name, text, phase, missed in checks:
+            lines.append("- context %d, %s: %s" % (L, name, text))
+            if missed:
+                causes.append((phase, L))
+    lines.append("")
+    if causes:
+        lines += ["### Where the time goes (missed targets)", ""]
+        seen = set()
+        for phase, L in causes:
+            if (phase, L) in seen:
+                continue
+            seen.add((phase, L))
+            text = profile_text(work, phase, L)
+            lines.append("- " + (text or "no profile of %s at %d (perf unavailable)" % (phase, L)))
+            single = profile_text(work, phase + "-t1", L)
+            if single:
+                lines.append("- " + single)
+        lines.append("")
+    return lines
+
+
+def render_profiles(work):
+    paths = sorted(glob.glob(os.path.join(work, "profile_*_L*.txt")))
+    found = [(re.search(r"profile_(.+?)_L\d+", p).group(1), ctx_of(p), parse_profile(p))
+             for p in paths]
+    found = [(ph, L, rows) for ph, L, rows in found if rows]
+    if not found:
+        return []
+    lines = ["## Profiles (qevict)", "",
+             "`perf record -e cpu-clock`, switched on only around one phase of one repetition "
+             "(`qevict bench --perf-control`); self time grouped by what the symbols do. "
+             "`-t1`: the same with one thread, i.e. without thread-pool synchronisation.", "",
+             "| phase | context | where the time goes | top symbols |", "|---|---:|---|---|"]
+    for phase, L, rows in sorted(found, key=lambda f: (f[0], f[1])):
+        cats = "; ".join("%s %.0f%%" % (n, p) for n, p in categorize(rows) if p >= 1.0)
+        syms = "; ".join("`%s` %.1f%%" % (short_symbol(s), p) for p, s in rows[:4])
+        lines.append("| %s | %d | %s | %s |" % (phase, L, cats, syms))
+    return lines + [""]
+
+
+def collect_kv(work):
+    rows = []
+    for path in sorted(glob.glob(os.path.join(work, "kv_*_L*.json"))):
+        m = re.match(r"kv_(.+)_([^_]+)_L(\d+)\.json$", os.path.basename(path))
+        j = try_load(path)
+        if not j or not j.get("rows"):
+            continue
+        r = j["rows"][0]
+        rows.append({"policy": m.group(1), "budget": m.group(2), "ctx": int(m.group(3)), **r})
+    fails = []
+    for path in sorted(glob.glob(os.path.join(work, "kvfail_*_L*.txt"))):
+        m = re.match(r"kvfail_(.+)_([^_]+)_L(\d+)\.txt$", os.path.basename(path))
+        msg = (open(path).read().strip().splitlines() or ["?"])[-1]
+        fails.append((m.group(1), m.group(2), int(m.group(3)), msg))
+    return rows, fails
+
+
+def render_kv(work, meta):
+    rows, fails = collect_kv(work)
+    lines = ["## KV-cache policies", ""]
+    if not rows:
+        return lines + ["Not measured.", ""]
+    policies = sorted({r["policy"] for r in rows} - {"full"})
+    if not policies:
+        lines += ["Only `full` was measured: this build of qevict has no `--kv-budget` flag yet "
+                  "(scripts/bench.sh runs the tiered policies at budgets %s once it has)." %
+                  meta.get("kv_budgets"), ""]
+    lines += ["`qevict bench --ctx L --kv-policy P --kv-budget B`, %s threads, %s decode steps, "
+              "best of %s repetition(s); KV bytes are what the cache holds (KvStats) after the "
+              "prompt and at the end; the budget is a fraction of an fp16 cache of prompt + new "
+              "tokens." % (meta.get("threads"), meta.get("gen"), meta.get("kv_reps", "?")), "",
+              "| context | policy | budget | prefill tok/s | decode tok/s | decode vs full | "
+              "KV after prompt | KV at end | KV budget | peak RSS |",
+              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    full = {r["ctx"]: r for r in rows if r["policy"] == "full"}
+    order = sorted(rows, key=lambda r: (r["ctx"], r["policy"] != "full", r["policy"],
+                                        r["budget"]))
+    for r in order:
+        f = full.get(r["ctx"])
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["ctx"], r["policy"], "-" if r["budget"] == "none" else r["budget"],
+            fmt(r["prefill_tps"]), fmt(r["decode_tps"]),
+            ratio_str(r["decode_tps"], f["decode_tps"]) if f else "n/a",
+            mib(r["kv_resident_bytes_after_prompt"]), mib(r["kv_resident_bytes"]),
+            "-" if r["kv_budget_bytes"] < 0 else mib(r["kv_budget_bytes"]),
+            mib(r["peak_rss_bytes"])))
+    lines.append("")
+    for p, b, L, msg in fails:
+        lines.append("- %s at budget %s, context %d: failed: `%s`" % (p, b, L, msg))
+    if fails:
+        lines.append("")
+    return lines
+
+
+def render_llama_build(meta, summaries):
+    info = next((s["l_info"] for s in summaries.values() if s["l_info"]), None)
+    if not info:
+        return []
+    return [
+        "## llama.cpp build", "",
+        "scripts/bench_llamacpp.sh builds llama-bench from the llama.cpp copy vendored in the "
+        "llama-cpp-python source distribution (%s, llama.cpp build %s), fetched with `pip download` "
+        "into the git-ignored third_party_build/; nothing from it is committed. Settings llama-bench "
+        "reported: n_batch %s, n_ubatch %s, flash_attn %s, K/V cache %s/%s, weight repacking %s." % (
+            meta.get("llama_version", "?"), info.get("build_commit", "?"), info.get("n_batch"),
+            info.get("n_ubatch"), info.get("flash_attn"), info.get("type_k"), info.get("type_v"),
+            "on" if info.get("repack") else "off"),
+        "",
+        "It is built with GGML_NATIVE=OFF and the instruction sets named explicitly (AVX2, FMA, "
+        "F16C, and AVX-512 F/BW/VL/DQ/VNNI when the CPU has them: the levels qevict's kernels use), "
+        "with AMX off. A GGML_NATIVE=ON build of this version was seen to crash (SIGSEGV) on this "
+        "kind of machine (Xeon with AVX-512 and AMX, in a sandbox) on any batch of more than one "
+        "token while single-token batches worked: -march=native enables the AMX int8 path. The "
+        "explicit configuration runs batched prefill correctly.", ""]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    meta = load_json(os.path.join(args.work, "meta.json"))
+    speed = collect_speed(args.work)
+    any_speed = next(iter(speed.values()))["meta"] if speed else {}
+    out = ["# Benchmarks", "",
+           "Generated by `make bench` (scripts/bench.sh, scripts/render_benchmarks.py); do not edit "
+           "by hand.", ""]
+    out += render_machine(meta, any_speed)
+    speed_lines, summaries = render_speed(speed, meta)
+    out += render_targets(summaries, args.work)
+    out += speed_lines
+    out += render_single_thread(args.work)
+    if speed:
+        out += render_bandwidth(speed)
+    out += render_kv(args.work, meta)
+    out += render_profiles(args.work)
+    out += render_commands(meta)
+    out += render_llama_build(meta, summaries)
+    with open(args.out, "w") as f:
+        f.write("\n".join(out).rstrip() + "\n")
+
+
+if __name__ == "__main__":
+    main()

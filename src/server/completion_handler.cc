@@ -1,0 +1,247 @@
+#include "server/completion_handler.h"
+
+#include <chrono>
+#include <memory>
+#include <new>
+#include <random>
+#include <variant>
+
+#include "server/generation.h"
+#include "server/kv_reservation.h"
+#include "util/error.h"
+
+namespace qevict::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kCompletionDefaultMaxTokens = 16;  // OpenAI's default for /v1/completions
+
+// A validated request with its prompt tokenized and its length settled.
+struct PreparedRequest {
+  GenerationParams params;
+  std::vector<int32_t> prompt;
+  int64_t max_tokens = 0;
+};
+
+std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoint endpoint,
+                                                const std::string& body) {
+  PreparedRequest out;
+  try {
+    if (endpoint == Endpoint::kChat) {
+      auto parsed = ParseChatRequest(body, ctx.defaults);
+      if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+      ChatRequest& chat = std::get<ChatRequest>(parsed);
+      out.params = std::move(chat.params);
+      out.prompt = ctx.model->EncodeChat(chat.messages, /*add_generation_prompt=*/true);
+    } else {
+      auto parsed = ParseCompletionRequest(body, ctx.defaults);
+      if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+      CompletionRequest& completion = std::get<CompletionRequest>(parsed);
+      out.params = std::move(completion.params);
+      out.prompt = completion.prompt_text ? ctx.model->EncodeRaw(*completion.prompt_text)
+                                          : std::move(completion.prompt_tokens);
+    }
+  } catch (const Error& e) {  // the chat template refuses these messages
+    return InvalidRequest(e.what(), endpoint == Endpoint::kChat ? "messages" : "prompt");
+  }
+  if (out.prompt.empty()) {
+    return InvalidRequest("the prompt encodes to no tokens", "prompt", "empty_prompt");
+  }
+  const int64_t context = ctx.defaults.context_tokens;
+  const int64_t prompt = static_cast<int64_t>(out.prompt.size());
+  const int64_t room = context - prompt;
+  if (out.params.max_tokens) {
+    out.max_tokens = *out.params.max_tokens;
+  } else if (ctx.default_max_tokens > 0) {
+    out.max_tokens = std::min(ctx.default_max_tokens, room);
+  } else {
+    out.max_tokens =
+        endpoint == Endpoint::kChat ? room : std::min(kCompletionDefaultMaxTokens, room);
+  }
+  if (room < 1 || prompt + out.max_tokens > context) {
+    const int64_t requested = prompt + std::max<int64_t>(out.max_tokens, 1);
+    return InvalidRequest(
+        "this model's maximum context length is " + std::to_string(context) + " tokens, but " +
+            std::to_string(requested) + " were requested (" + std::to_string(prompt) +
+            " in the prompt, " + std::to_string(out.max_tokens) +
+            " for the completion); shorten the prompt or lower max_tokens",
+        out.params.max_tokens ? "max_tokens"
+                              : (endpoint == Endpoint::kChat ? "messages" : "prompt"),
+        "context_length_exceeded");
+  }
+  return out;
+}
+
+GenerationJob MakeJob(const ServerContext& ctx, PreparedRequest& request) {
+  GenerationJob job;
+  job.prompt = std::move(request.prompt);
+  job.max_tokens = request.max_tokens;
+  job.sampling.temperature = request.params.temperature;
+  job.sampling.top_p = request.params.top_p;
+  job.sampling.top_k = request.params.top_k;
+  job.sampling.seed = request.params.seed ? *request.params.seed : std::random_device{}();
+  job.stop = request.params.stop;
+  job.kv = request.params.kv;
+  job.batch = ctx.batch;
+  return job;
+}
+
+// Non-streamed responses are written only when the generation is done; until then a space (JSON
+// allows leading whitespace) goes out after every second without output, which is how a client
+// that went away is noticed: the write fails and the generation is cancelled.
+constexpr auto kHeartbeatInterval = std::chrono::seconds(1);
+
+bool WriteEvent(httplib::DataSink& sink, std::string_view event) {
+  return sink.is_writable() && sink.write(event.data(), event.size());
+}
+
+// Generate, with engine failures turned into an ApiError.
+std::variant<GenerationOutcome, ApiError> GenerateOrError(
+    GenerationRun& run, const std::function<bool(std::string_view)>& on_text) {
+  try {
+    return run.Generate(on_text);
+  } catch (const Error& e) {
+    return InternalError(std::string("generation failed: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    return InternalError("generation failed: out of memory");
+  }
+}
+
+// Streams the generation as server-sent events; returns false when the client went away (the
+// connection is then closed).
+bool StreamGeneration(const ServerContext& ctx, GenerationRun& run, const ResponseHeader& h,
+                      bool include_usage, httplib::DataSink& sink) {
+  bool client_gone = false;
+  if (h.endpoint == Endpoint::kChat && !WriteEvent(sink, SseEvent(RoleChunk(h)))) {
+    client_gone = true;
+    run.Finish();
+  }
+  std::variant<GenerationOutcome, ApiError> result = ApiError{};
+  if (!client_gone) {
+    result = GenerateOrError(run, [&](std::string_view text) {
+      if (WriteEvent(sink, SseEvent(TextChunk(h, text)))) return true;
+      client_gone = true;
+      return false;
+    });
+  }
+  if (client_gone) {
+    ctx.metrics->CountCancelled();
+    return false;
+  }
+  if (auto* error = std::get_if<ApiError>(&result)) {
+    WriteEvent(sink, SseEvent(error->ToJson()));
+  } else {
+    const GenerationOutcome& outcome = std::get<GenerationOutcome>(result);
+    if (outcome.result.finish_reason == "cancelled") {  // the server is shutting down
+      WriteEvent(
+          sink,
+          SseEvent(ServiceUnavailable("the server is shutting down", "shutting_down").ToJson()));
+    } else {
+      const Usage usage{static_cast<int64_t>(run.job().prompt.size()),
+                        static_cast<int64_t>(outcome.result.tokens.size())};
+      if (!WriteEvent(sink, SseEvent(FinishChunk(h, outcome.result.finish_reason,
+                                                 KvStatsJson(run.job().kv.policy, outcome.kv))))) {
+        return false;
+      }
+      if (include_usage && !WriteEvent(sink, SseEvent(UsageChunk(h, usage)))) return false;
+    }
+  }
+  if (!WriteEvent(sink, kSseDone)) return false;
+  sink.done();
+  return true;
+}
+
+// Generates, then writes the whole JSON body (after heartbeat spaces, if it took long).
+bool WholeGeneration(const ServerContext& ctx, GenerationRun& run, const ResponseHeader& h,
+                     httplib::DataSink& sink) {
+  bool client_gone = false;
+  auto last_write = std::chrono::steady_clock::now();
+  auto result = GenerateOrError(run, [&](std::string_view) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_write < kHeartbeatInterval) return true;
+    last_write = now;
+    if (WriteEvent(sink, " ")) return true;
+    client_gone = true;
+    return false;
+  });
+  if (client_gone) {
+    ctx.metrics->CountCancelled();
+    return false;
+  }
+  json body;
+  if (auto* error = std::get_if<ApiError>(&result)) {
+    body = error->ToJson();
+  } else {
+    const GenerationOutcome& outcome = std::get<GenerationOutcome>(result);
+    if (outcome.result.finish_reason == "cancelled") {
+      body = ServiceUnavailable("the server is shutting down", "shutting_down").ToJson();
+    } else {
+      const Usage usage{static_cast<int64_t>(run.job().prompt.size()),
+                        static_cast<int64_t>(outcome.result.tokens.size())};
+      body = CompletionBody(h, outcome.result.text, outcome.result.finish_reason, usage,
+                            KvStatsJson(run.job().kv.policy, outcome.kv));
+    }
+  }
+  if (!WriteEvent(sink, DumpJson(body))) return false;
+  sink.done();
+  return true;
+}
+
+}  // namespace
+
+void SendError(httplib::Response& res, const ApiError& error) {
+  res.status = error.status;
+  if (error.status == 503) res.set_header("Retry-After", "1");
+  res.set_content(error.Body(), "application/json");
+}
+
+void HandleCompletion(const ServerContext& ctx, Endpoint endpoint, const httplib::Request& req,
+                      httplib::Response& res) {
+  auto prepared = Prepare(ctx, endpoint, req.body);
+  if (auto* error = std::get_if<ApiError>(&prepared)) return SendError(res, *error);
+  PreparedRequest& request = std::get<PreparedRequest>(prepared);
+  const int64_t prompt_tokens = static_cast<int64_t>(request.prompt.size());
+  const KvGeometry geometry = ctx.model->model->kv_geometry(prompt_tokens + request.max_tokens);
+  const int64_t reserve =
+      KvReservationBytes(request.params.kv, geometry, prompt_tokens, request.max_tokens);
+  auto acquired = ctx.scheduler->Acquire(
+      reserve, DescribeKvRequest(request.params.kv, geometry, prompt_tokens, request.max_tokens));
+  if (auto* error = std::get_if<ApiError>(&acquired)) return SendError(res, *error);
+
+  // Session and prefill before any byte is written, so that a failure still gets its status.
+  std::shared_ptr<GenerationRun> run;
+  try {
+    run = std::make_shared<GenerationRun>(*ctx.model, std::move(std::get<SlotLease>(acquired)),
+                                          MakeJob(ctx, request), *ctx.metrics);
+  } catch (const Error& e) {
+    return SendError(res, InternalError(std::string("prefill failed: ") + e.what()));
+  } catch (const std::bad_alloc&) {
+    return SendError(res, InternalError("prefill failed: out of memory"));
+  }
+  const ResponseHeader header = NewResponseHeader(endpoint, ctx.model_id);
+  res.status = 200;
+  // The provider owns the run: if the response is dropped before the provider runs (client
+  // gone during the headers), destroying the provider frees the slot. Both responses are
+  // chunked: the body is not known until the generation ends.
+  if (request.params.stream) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    const bool include_usage = request.params.include_usage;
+    res.set_chunked_content_provider(
+        "text/event-stream", [&ctx, run, header, include_usage](size_t, httplib::DataSink& sink) {
+          if (run->finished()) return false;  // called again after the end
+          return StreamGeneration(ctx, *run, header, include_usage, sink);
+        });
+  } else {
+    // With the charset parameter cpp-httplib does not compress the body: a compressor would
+    // buffer the heartbeat spaces, and a client that hung up would go unnoticed.
+    res.set_chunked_content_provider("application/json; charset=utf-8",
+                                     [&ctx, run, header](size_t, httplib::DataSink& sink) {
+                                       if (run->finished()) return false;
+                                       return WholeGeneration(ctx, *run, header, sink);
+                                     });
+  }
+}
+
+}  // namespace qevict::server

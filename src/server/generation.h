@@ -1,0 +1,72 @@
+// One generation on a slot, in two steps so that the HTTP layer can still answer with an error
+// status when the first step fails: the constructor makes a fresh Session with the request's
+// cache policy (the model's weights are shared, read-only) and prefills the prompt; Generate
+// runs the sampling loop. The cache's statistics are published to the metrics as tokens come
+// out; the loop stops early when on_text returns false (client gone) or the server shuts down.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/generate.h"
+#include "engine/loaded_model.h"
+#include "kv/kv_config.h"
+#include "server/metrics.h"
+#include "server/slot_scheduler.h"
+
+namespace qevict::server {
+
+struct GenerationJob {
+  std::vector<int32_t> prompt;
+  int64_t max_tokens = 16;
+  SamplerOptions sampling;
+  std::vector<std::string> stop;
+  KvConfig kv;
+  int batch = 256;  // prompt tokens per forward pass (kv.prefill_chunk overrides when > 0)
+};
+
+struct GenerationOutcome {
+  GenerateResult result;  // finish_reason "stop", "length" or "cancelled"
+  KvStats kv;             // the cache at the end of the run
+  SessionTimings timings;
+};
+
+class GenerationRun {
+ public:
+  // Creates the session on the lease's slot and prefills the prompt. Throws qevict::Error (or
+  // std::bad_alloc) when the engine fails; the slot is then released.
+  GenerationRun(const LoadedModel& model, SlotLease lease, GenerationJob job,
+                ServerMetrics& metrics);
+  ~GenerationRun();
+  GenerationRun(const GenerationRun&) = delete;
+  GenerationRun& operator=(const GenerationRun&) = delete;
+
+  // Once, before Finish. on_text receives each piece of text (may be null); returning false
+  // cancels (finish_reason "cancelled", as does a server shutdown).
+  GenerationOutcome Generate(const std::function<bool(std::string_view)>& on_text);
+  // Frees the KV cache, closes the slot's metrics, then releases the slot and its reserved
+  // bytes. Idempotent; the destructor calls it.
+  void Finish();
+
+  bool finished() const { return finished_; }
+  const GenerationJob& job() const { return job_; }
+
+ private:
+  const LoadedModel& model_;
+  SlotLease lease_;
+  GenerationJob job_;
+  ServerMetrics& metrics_;
+  std::unique_ptr<Session> session_;
+  std::span<const float> logits_;
+  int64_t generated_ = 0;
+  double decode_seconds_ = 0.0;
+  KvStats final_stats_;
+  bool finished_ = false;
+};
+
+}  // namespace qevict::server

@@ -1,0 +1,144 @@
+#include "server/http_routes.h"
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "server/completion_handler.h"
+#include "server/openai_format.h"
+#include "util/memory_stats.h"
+
+namespace qevict::server {
+namespace {
+
+using nlohmann::json;
+
+struct Route {
+  const char* path;
+  const char* method;
+};
+
+// Every path the server answers, with its method (405 for the others).
+constexpr Route kRoutes[] = {
+    {"/health", "GET"},
+    {"/metrics", "GET"},
+    {"/v1/models", "GET"},
+    {"/v1/chat/completions", "POST"},
+    {"/v1/completions", "POST"},
+    {"/chat/completions", "POST"},  // for clients whose base URL lacks /v1
+    {"/completions", "POST"},
+};
+constexpr const char* kModelPrefix = "/v1/models/";
+
+const Route* FindRoute(const std::string& path) {
+  for (const Route& r : kRoutes) {
+    if (path == r.path) return &r;
+  }
+  static constexpr Route kModel = {kModelPrefix, "GET"};
+  if (path.rfind(kModelPrefix, 0) == 0 && path.size() > std::string(kModelPrefix).size()) {
+    return &kModel;
+  }
+  return nullptr;
+}
+
+// Label for metrics: the route's path, or "other" (unknown paths must not add label values).
+std::string RouteLabel(const std::string& path) {
+  const Route* route = FindRoute(path);
+  return route == nullptr ? "other" : route->path;
+}
+
+void SendJson(httplib::Response& res, const json& body) {
+  res.status = 200;
+  res.set_content(DumpJson(body), "application/json");
+}
+
+// Called for every response with status >= 400: handlers' own errors already have a body; the
+// ones the HTTP library made (no route, body too large, bad request line) get an OpenAI error.
+httplib::Server::HandlerResponse FillErrorBody(const httplib::Request& req,
+                                               httplib::Response& res) {
+  if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+  ApiError error = ErrorForStatus(res.status);
+  if (res.status == 404) {
+    if (const Route* route = FindRoute(req.path)) {
+      error = MethodNotAllowed("method " + req.method + " is not allowed on " + req.path +
+                               "; use " + route->method);
+      res.set_header("Allow", route->method);
+    } else {
+      error = NotFound("unknown route " + req.method + " " + req.path +
+                       " (this server has GET /v1/models, POST /v1/chat/completions, POST "
+                       "/v1/completions, GET /health, GET /metrics)");
+    }
+  } else if (res.status == 413) {
+    error = PayloadTooLarge("the request body exceeds the server's limit");
+  }
+  SendError(res, error);
+  return httplib::Server::HandlerResponse::Handled;
+}
+
+}  // namespace
+
+void InstallRoutes(httplib::Server& http, const ServerContext& ctx, const RouteOptions& options) {
+  http.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
+    const SchedulerSnapshot s = ctx.scheduler->Snapshot();
+    const bool stopping = ctx.scheduler->shutting_down();
+    SendJson(res, {{"status", stopping ? "shutting_down" : "ok"},
+                   {"model", ctx.model_id},
+                   {"slots", s.slots},
+                   {"slots_idle", s.slots - s.active},
+                   {"queue_length", s.queued}});
+    if (stopping) res.status = 503;
+  });
+  http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(ctx.metrics->RenderPrometheus(ctx.scheduler->Snapshot(), ReadMemoryStats()),
+                    "text/plain; version=0.0.4");
+  });
+  http.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, ModelList(ctx.model_id, ctx.created));
+  });
+  http.Get(std::string(kModelPrefix) + "(.+)",
+           [&ctx](const httplib::Request& req, httplib::Response& res) {
+             const std::string id = req.matches[1];
+             if (id != ctx.model_id) {
+               return SendError(res, NotFound("the model '" + id +
+                                              "' does not exist; this "
+                                              "server has '" +
+                                              ctx.model_id + "'"));
+             }
+             SendJson(res, ModelObject(ctx.model_id, ctx.created));
+           });
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) {
+    http.Post(path, [&ctx](const httplib::Request& req, httplib::Response& res) {
+      HandleCompletion(ctx, Endpoint::kChat, req, res);
+    });
+  }
+  for (const char* path : {"/v1/completions", "/completions"}) {
+    http.Post(path, [&ctx](const httplib::Request& req, httplib::Response& res) {
+      HandleCompletion(ctx, Endpoint::kCompletion, req, res);
+    });
+  }
+
+  http.set_error_handler(httplib::Server::HandlerWithResponse(FillErrorBody));
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        res.body.clear();
+        SendError(res, InternalError("internal error: " + what));
+      });
+  http.set_logger([&ctx, options](const httplib::Request& req, const httplib::Response& res) {
+    ctx.metrics->CountResponse(RouteLabel(req.path), res.status);
+    if (options.log_requests) {
+      std::fprintf(stderr, "qevict serve: %s %s -> %d\n", req.method.c_str(), req.path.c_str(),
+                   res.status);
+    }
+  });
+}
+
+}  // namespace qevict::server

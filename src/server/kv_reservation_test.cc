@@ -1,0 +1,97 @@
+// The reservation admission control makes is an upper bound of what the cache really holds:
+// real caches of every policy, driven like the model drives them, never exceed it.
+#include "server/kv_reservation.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kv/kv_test_util.h"
+#include "policy/registry.h"
+
+namespace qevict::server {
+namespace {
+
+struct Shape {
+  int prompt;
+  int generate;
+  int chunk;  // kv.prefill_chunk
+};
+
+void ExpectPeakWithinReservation(const std::string& policy, double budget, int64_t budget_bytes,
+                                 const Shape& shape) {
+  SCOPED_TRACE(policy + " budget " + std::to_string(budget) + " bytes " +
+               std::to_string(budget_bytes) + " prompt " + std::to_string(shape.prompt) +
+               " generate " + std::to_string(shape.generate) + " chunk " +
+               std::to_string(shape.chunk));
+  const int run = shape.prompt + shape.generate;
+  const KvGeometry geo = qevict::testing::SmallGeometry(3, 4, 2, 32, run);
+  const Rope rope(qevict::testing::TestRopeConfig(32), run);
+  KvConfig config;
+  config.policy = policy;
+  config.budget = budget;
+  config.budget_bytes = budget_bytes;
+  config.prefill_chunk = shape.chunk;
+  auto cache = CreateKvCache(config, geo, rope);
+  ThreadPool pool(1);
+  qevict::testing::SyntheticModel model(geo, static_cast<uint32_t>(run), 1.5f);
+  cache->BeginRun(shape.prompt, shape.generate);
+  int64_t peak = 0;
+  qevict::testing::RunPromptAndGenerate(
+      *cache, model, shape.prompt, shape.chunk, shape.generate, pool,
+      [&](int32_t, BatchKind) { peak = std::max(peak, cache->Stats().resident_bytes()); });
+  peak = std::max(peak, cache->Stats().peak_bytes);
+  const int64_t reserved = KvReservationBytes(config, geo, shape.prompt, shape.generate);
+  EXPECT_LE(peak, reserved);
+  // Not wildly above either: within the whole fp16 cache of the run plus bookkeeping.
+  EXPECT_LE(reserved, int64_t{2} * run * geo.fp16_bytes_per_token() + 64 * 1024);
+}
+
+TEST(KvReservationTest, FullCacheIsEveryTokenInFp16) {
+  const KvGeometry geo = qevict::testing::SmallGeometry(3, 4, 2, 32, 100);
+  KvConfig config;
+  config.policy = "full";
+  EXPECT_EQ(KvReservationBytes(config, geo, 60, 40), 100 * geo.fp16_bytes_per_token());
+}
+
+TEST(KvReservationTest, BudgetShrinksTheReservationOfLongRuns) {
+  const KvGeometry geo = qevict::testing::SmallGeometry(3, 4, 2, 32, 4096);
+  KvConfig full;
+  full.policy = "full";
+  KvConfig qevict;
+  qevict.policy = "qevict";
+  qevict.budget = 0.1;
+  qevict.prefill_chunk = 64;
+  EXPECT_LT(KvReservationBytes(qevict, geo, 2048, 2048),
+            KvReservationBytes(full, geo, 2048, 2048) / 4);
+}
+
+TEST(KvReservationTest, UpperBoundsRealCachesOfEveryPolicy) {
+  const Shape shapes[] = {{5, 3, 0}, {40, 30, 0}, {300, 60, 0}, {300, 60, 64}, {90, 200, 16}};
+  for (const std::string& policy : PolicyNames()) {
+    for (const Shape& shape : shapes) {
+      if (policy == "full") {
+        ExpectPeakWithinReservation(policy, 1.0, -1, shape);
+        continue;
+      }
+      for (double budget : {1.0, 0.5, 0.1, 0.02}) {
+        ExpectPeakWithinReservation(policy, budget, -1, shape);
+      }
+      ExpectPeakWithinReservation(policy, 1.0, 20000, shape);
+    }
+  }
+}
+
+TEST(KvReservationTest, DescribesTheRequest) {
+  const KvGeometry geo = qevict::testing::SmallGeometry(3, 4, 2, 32, 100);
+  KvConfig config;
+  config.policy = "qevict";
+  config.budget = 0.25;
+  const std::string text = DescribeKvRequest(config, geo, 37, 64);
+  EXPECT_NE(text.find("policy qevict"), std::string::npos) << text;
+  EXPECT_NE(text.find("budget 0.25"), std::string::npos) << text;
+  EXPECT_NE(text.find("37 prompt + 64 new tokens"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace qevict::server

@@ -1,0 +1,136 @@
+#include "server/openai_format.h"
+
+#include <chrono>
+#include <random>
+
+#include "server/api_error.h"
+
+namespace qevict::server {
+namespace {
+
+using nlohmann::json;
+
+std::string RandomHex(int digits) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(static_cast<size_t>(digits), '0');
+  for (char& c : out) c = kHex[rng() & 15];
+  return out;
+}
+
+const char* ObjectName(Endpoint endpoint, bool chunk) {
+  if (endpoint == Endpoint::kCompletion) return "text_completion";
+  return chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+json Envelope(const ResponseHeader& h, bool chunk, json choices) {
+  return {{"id", h.id},
+          {"object", ObjectName(h.endpoint, chunk)},
+          {"created", h.created},
+          {"model", h.model},
+          {"system_fingerprint", nullptr},
+          {"choices", std::move(choices)}};
+}
+
+// One streamed choice: a chat delta or a completion's text.
+json ChunkChoice(const ResponseHeader& h, json delta, std::string_view text,
+                 const json& finish_reason) {
+  if (h.endpoint == Endpoint::kChat) {
+    return {{"index", 0},
+            {"delta", std::move(delta)},
+            {"logprobs", nullptr},
+            {"finish_reason", finish_reason}};
+  }
+  return {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+}
+
+}  // namespace
+
+ResponseHeader NewResponseHeader(Endpoint endpoint, const std::string& model) {
+  ResponseHeader h;
+  h.endpoint = endpoint;
+  h.id = (endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-") + RandomHex(24);
+  h.created = std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  h.model = model;
+  return h;
+}
+
+json UsageJson(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+json KvStatsJson(const std::string& policy, const KvStats& s) {
+  json j = {{"policy", policy},
+            {"resident_bytes", s.resident_bytes()},
+            {"peak_bytes", s.peak_bytes},
+            {"budget_bytes", s.budget_bytes},
+            {"full_fp16_bytes", s.full_fp16_bytes},
+            {"fp16_bytes", s.fp16_bytes},
+            {"quant_bytes", s.quant_bytes},
+            {"meta_bytes", s.meta_bytes},
+            {"cold_bytes", s.cold_bytes},
+            {"tokens_seen", s.tokens_seen},
+            {"tokens_resident", s.tokens_resident},
+            {"promotions", s.promotions},
+            {"demotions", s.demotions},
+            {"evictions", s.evictions},
+            {"infeasible", s.infeasible}};
+  if (!s.note.empty()) j["note"] = s.note;
+  return j;
+}
+
+json CompletionBody(const ResponseHeader& h, const std::string& text,
+                    const std::string& finish_reason, const Usage& usage, const json& kv) {
+  json choice;
+  if (h.endpoint == Endpoint::kChat) {
+    choice = {{"index", 0},
+              {"message", {{"role", "assistant"}, {"content", text}}},
+              {"logprobs", nullptr},
+              {"finish_reason", finish_reason}};
+  } else {
+    choice = {
+        {"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+  }
+  json body = Envelope(h, /*chunk=*/false, json::array({std::move(choice)}));
+  body["usage"] = UsageJson(usage);
+  if (!kv.is_null()) body["kv"] = kv;
+  return body;
+}
+
+json RoleChunk(const ResponseHeader& h) {
+  return Envelope(
+      h, true,
+      json::array({ChunkChoice(h, {{"role", "assistant"}, {"content", ""}}, "", nullptr)}));
+}
+
+json TextChunk(const ResponseHeader& h, std::string_view text) {
+  return Envelope(h, true, json::array({ChunkChoice(h, {{"content", text}}, text, nullptr)}));
+}
+
+json FinishChunk(const ResponseHeader& h, const std::string& finish_reason, const json& kv) {
+  json chunk = Envelope(h, true, json::array({ChunkChoice(h, json::object(), "", finish_reason)}));
+  if (!kv.is_null()) chunk["kv"] = kv;
+  return chunk;
+}
+
+json UsageChunk(const ResponseHeader& h, const Usage& usage) {
+  json chunk = Envelope(h, true, json::array());
+  chunk["usage"] = UsageJson(usage);
+  return chunk;
+}
+
+std::string SseEvent(const json& payload) { return "data: " + DumpJson(payload) + "\n\n"; }
+
+json ModelObject(const std::string& model_id, int64_t created) {
+  return {{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "qevict"}};
+}
+
+json ModelList(const std::string& model_id, int64_t created) {
+  return {{"object", "list"}, {"data", json::array({ModelObject(model_id, created)})}};
+}
+
+}  // namespace qevict::server

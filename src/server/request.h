@@ -1,0 +1,63 @@
+// Request parsing and validation for the OpenAI-compatible endpoints. Pure functions from the
+// body text to a validated request or an ApiError (status + OpenAI error object): no model, no
+// I/O, no globals, so they can be fuzzed on their own. Checks that need the prompt's token count
+// (prompt + max_tokens within the context) happen after tokenization, in the handler.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "kv/kv_config.h"
+#include "server/api_error.h"
+#include "tokenizer/chat_template.h"
+
+namespace qevict::server {
+
+// What a request inherits when it does not say: the server's flags.
+struct RequestDefaults {
+  KvConfig kv;                 // the --kv-* flags, already validated
+  int64_t context_tokens = 0;  // most prompt + completion tokens one request may use (> 0)
+  int32_t vocab_size = 0;      // token-id prompts must stay below this (> 0)
+};
+
+// Fields shared by /v1/chat/completions and /v1/completions.
+struct GenerationParams {
+  std::string model;                  // as sent ("" when absent); the server has one model
+  std::optional<int64_t> max_tokens;  // nullopt: the endpoint's default
+  float temperature = 1.0f;           // OpenAI's default; 0 = greedy
+  float top_p = 1.0f;
+  int top_k = 0;                  // extension; 0 = off (OpenAI has no top_k)
+  std::optional<uint64_t> seed;   // nullopt: a fresh random seed
+  std::vector<std::string> stop;  // at most 4, none empty
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  KvConfig kv;                 // defaults with the request's "kv" object applied, validated
+};
+
+struct ChatRequest {
+  std::vector<ChatMessage> messages;  // roles normalized to system / user / assistant
+  GenerationParams params;
+};
+
+struct CompletionRequest {
+  // Exactly one of the two: a text prompt, or a prompt given as token ids.
+  std::optional<std::string> prompt_text;
+  std::vector<int32_t> prompt_tokens;
+  GenerationParams params;
+};
+
+// Largest body the parsers are meant for; the HTTP layer rejects larger ones with 413.
+inline constexpr size_t kDefaultMaxBodyBytes = size_t{8} << 20;
+// JSON nested deeper than this is rejected (no request needs more than a few levels).
+inline constexpr int kMaxJsonDepth = 64;
+
+std::variant<ChatRequest, ApiError> ParseChatRequest(std::string_view body,
+                                                     const RequestDefaults& defaults);
+std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_view body,
+                                                                 const RequestDefaults& defaults);
+
+}  // namespace qevict::server

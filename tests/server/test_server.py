@@ -1,0 +1,585 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `qevict serve` with real clients.
+
+Starts the server on a free loopback port and drives it with the official `openai` Python
+client (chat, completions, streaming, usage, stop strings, max_tokens, the "kv" extension) and
+with curl (error cases), then checks that a client disconnecting mid-stream frees its slot, that
+admission control queues and rejects as documented, and that a bounded load test (8 concurrent
+streaming clients x 3 rounds) completes without errors and without resident-memory growth.
+
+Prints one line per test and 'N passed, N failed' at the end; exits non-zero on any failure.
+Usage: test_server.py --binary build/qevict --model models/SmolLM2-135M-Instruct.Q4_1.gguf
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+from openai import OpenAI
+
+CHAT = [{"role": "user", "content": "What is the capital of France?"}]
+KV_QEVICT = {"kv": {"policy": "qevict", "budget": 0.1}}
+
+
+class ServerProcess:
+    """A `qevict serve` child on 127.0.0.1 and an ephemeral port, stderr kept in a file."""
+
+    def __init__(self, binary, model, *flags, startup_timeout=120):
+        self.log = tempfile.NamedTemporaryFile(prefix="qevict-serve-", suffix=".log", delete=False)
+        cmd = [binary, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", *flags]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=self.log)
+        try:
+            self._wait_until_healthy(time.time() + startup_timeout)
+        except BaseException:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def _wait_until_healthy(self, deadline):
+        self.port = None
+        while time.time() < deadline and self.port is None:
+            if self.proc.poll() is not None:
+                raise RuntimeError("server exited with %d: %s" % (self.proc.returncode,
+                                                                   self.stderr()))
+            match = re.search(r"http://127\.0\.0\.1:(\d+)", self.stderr())
+            if match:
+                self.port = int(match.group(1))
+            else:
+                time.sleep(0.05)
+        if self.port is None:
+            raise RuntimeError("server did not start: " + self.stderr())
+        while time.time() < deadline:
+            try:
+                if self.get("/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("server never became healthy: " + self.stderr())
+
+    def url(self, path):
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def stderr(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def get(self, path, timeout=30):
+        try:
+            with urllib.request.urlopen(self.url(path), timeout=timeout) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def post(self, path, payload, timeout=120):
+        data = json.dumps(payload).encode()
+        req = urllib.request.Request(self.url(path), data=data,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def metrics(self):
+        status, text = self.get("/metrics")
+        assert status == 200, status
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                values[name] = float(value)
+        return values
+
+    def memory_kb(self, field="VmRSS"):
+        """A field of /proc/<pid>/status in kB: VmRSS, RssAnon (heap, KV), RssFile (weights)."""
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        raise RuntimeError("no " + field)
+
+    def client(self, timeout=120):
+        return OpenAI(base_url=self.url("/v1"), api_key="unused", max_retries=0, timeout=timeout)
+
+    def remove_log(self):
+        os.unlink(self.log.name)
+
+    def stop(self, timeout=60):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("server did not stop within %d s of SIGTERM" % timeout)
+        return self.proc.returncode
+
+
+def wait_until(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+def curl(server, path, *args):
+    """Runs curl against the server; returns (status, parsed JSON body)."""
+    out = subprocess.run(["curl", "-s", "-S", "-o", "-", "-w", "\n%{http_code}", *args,
+                          server.url(path)], capture_output=True, timeout=120, check=True)
+    body, _, status = out.stdout.decode(errors="replace").rpartition("\n")
+    try:
+        parsed = json.loads(body) if body else None
+    except json.JSONDecodeError:
+        parsed = {"unparsed": body}
+    return int(status), parsed
+
+
+def expect_error(result, status, code=None, param=None, contains=None):
+    got_status, body = result
+    assert got_status == status, "status %d, want %d: %s" % (got_status, status, body)
+    assert isinstance(body, dict) and "error" in body, "not an OpenAI error: %r" % (body,)
+    err = body["error"]
+    assert err.get("message"), err
+    assert "type" in err, err
+    if code is not None:
+        assert err.get("code") == code, "code %r, want %r: %s" % (err.get("code"), code, err)
+    if param is not None:
+        assert err.get("param") == param, "param %r, want %r: %s" % (err.get("param"), param, err)
+    if contains is not None:
+        assert contains in err["message"], "%r not in %r" % (contains, err["message"])
+    return err
+
+
+def send_request(server, path, payload, headers=None):
+    """Sends a POST on a raw socket (so that the test can hang up whenever it likes)."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    body = json.dumps(payload).encode()
+    extra = "".join("%s: %s\r\n" % item for item in (headers or {}).items()).encode()
+    sock.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra +
+                 b"Content-Type: application/json\r\nContent-Length: " +
+                 str(len(body)).encode() + b"\r\n\r\n" + body)
+    return sock
+
+
+def open_stream(server, path, payload, events=2):
+    """Sends a streaming request and reads until `events` SSE events arrived."""
+    sock = send_request(server, path, payload)
+    received = b""
+    while received.count(b"data: ") < events:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError("stream ended early: %r" % received[-500:])
+        received += chunk
+    assert received.startswith(b"HTTP/1.1 200"), received[:200]
+    return sock
+
+
+# ---- tests on the main server -----------------------------------------------------------------
+
+def test_health_and_models(srv, args):
+    status, body = srv.get("/health")
+    assert status == 200 and json.loads(body)["status"] == "ok", body
+    models = srv.client().models.list()
+    ids = [m.id for m in models.data]
+    assert ids == ["SmolLM2-135M-Instruct.Q4_1"], ids
+    assert srv.client().models.retrieve(ids[0]).id == ids[0]
+
+
+def test_chat_non_streaming(srv, args):
+    r = srv.client().chat.completions.create(model="any", messages=CHAT, max_tokens=16,
+                                             temperature=0, extra_body=KV_QEVICT)
+    assert r.object == "chat.completion" and r.id.startswith("chatcmpl-"), r
+    choice = r.choices[0]
+    assert choice.message.role == "assistant"
+    assert isinstance(choice.message.content, str) and choice.message.content.strip(), choice
+    assert choice.finish_reason in ("stop", "length"), choice.finish_reason
+    u = r.usage
+    assert u.prompt_tokens > 5 and 1 <= u.completion_tokens <= 16, u
+    assert u.total_tokens == u.prompt_tokens + u.completion_tokens, u
+    kv = r.model_extra["kv"]
+    assert kv["policy"] == "qevict" and kv["budget_bytes"] > 0, kv
+    assert "paris" in choice.message.content.lower() or choice.finish_reason == "length"
+
+
+def test_chat_streaming_matches_non_streaming(srv, args):
+    client = srv.client()
+    whole = client.chat.completions.create(model="any", messages=CHAT, max_tokens=12,
+                                           temperature=0, extra_body=KV_QEVICT)
+    stream = client.chat.completions.create(model="any", messages=CHAT, max_tokens=12,
+                                            temperature=0, stream=True,
+                                            stream_options={"include_usage": True},
+                                            extra_body=KV_QEVICT)
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant", chunks[0]
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    assert len({c.id for c in chunks}) == 1
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    finish = [c.choices[0].finish_reason for c in chunks if c.choices and
+              c.choices[0].finish_reason]
+    assert finish == [whole.choices[0].finish_reason], finish
+    assert text == whole.choices[0].message.content, (text, whole.choices[0].message.content)
+    usage = chunks[-1].usage
+    assert chunks[-1].choices == [] and usage is not None, chunks[-1]
+    assert usage.completion_tokens == whole.usage.completion_tokens, (usage, whole.usage)
+    assert usage.prompt_tokens == whole.usage.prompt_tokens
+
+
+def test_completions(srv, args):
+    client = srv.client()
+    r = client.completions.create(model="any", prompt="Once upon a time", max_tokens=5,
+                                  temperature=0)
+    assert r.object == "text_completion" and r.id.startswith("cmpl-"), r
+    assert r.usage.completion_tokens <= 5 and r.usage.prompt_tokens >= 3, r.usage
+    assert r.choices[0].text, r
+    streamed = client.completions.create(model="any", prompt="Once upon a time", max_tokens=5,
+                                         temperature=0, stream=True)
+    text = "".join(c.choices[0].text for c in streamed if c.choices)
+    assert text == r.choices[0].text, (text, r.choices[0].text)
+    default = client.completions.create(model="any", prompt="Once upon a time", temperature=0)
+    assert default.usage.completion_tokens <= 16, default.usage  # OpenAI's default max_tokens
+    tokens = client.completions.create(model="any", prompt=[1, 504, 2353], max_tokens=2)
+    assert tokens.usage.prompt_tokens == 3, tokens.usage
+
+
+def test_max_tokens_is_honoured(srv, args):
+    client = srv.client()
+    for n in (1, 7):
+        r = client.completions.create(model="any", prompt="Count: one, two, three,",
+                                      max_tokens=n, temperature=0)
+        assert r.usage.completion_tokens == n, (n, r.usage)
+        assert r.choices[0].finish_reason == "length", r.choices[0]
+    r = client.chat.completions.create(model="any", messages=CHAT, max_completion_tokens=3,
+                                       temperature=0)
+    assert r.usage.completion_tokens <= 3, r.usage
+
+
+def test_stop_strings(srv, args):
+    client = srv.client()
+    prompt = "The first five planets from the sun are"
+    full = client.completions.create(model="any", prompt=prompt, max_tokens=24,
+                                     temperature=0).choices[0].text
+    words = [w for w in re.findall(r"[A-Za-z]{3,}", full) if full.find(w) > 0]
+    assert words, "no stop candidate in %r" % full
+    stop = words[0]
+    expected = full[:full.find(stop)]
+    r = client.completions.create(model="any", prompt=prompt, max_tokens=24, temperature=0,
+                                  stop=[stop, "@@never@@"])
+    assert r.choices[0].text == expected, (r.choices[0].text, expected, stop)
+    assert r.choices[0].finish_reason == "stop", r.choices[0]
+    streamed = client.completions.create(model="any", prompt=prompt, max_tokens=24,
+                                         temperature=0, stop=stop, stream=True)
+    text = "".join(c.choices[0].text for c in streamed if c.choices)
+    assert text == expected, (text, expected)
+
+
+def test_sampling_is_seeded(srv, args):
+    client = srv.client()
+    kwargs = dict(model="any", prompt="My favourite colour is", max_tokens=10, temperature=1.0,
+                  top_p=0.9)
+    a = client.completions.create(seed=1234, **kwargs).choices[0].text
+    b = client.completions.create(seed=1234, **kwargs).choices[0].text
+    assert a == b, (a, b)
+
+
+def test_kv_policies(srv, args):
+    client = srv.client()
+    for kv in ({"policy": "full"}, {"policy": "streaming", "budget": 0.5},
+               {"policy": "h2o", "budget_bytes": 2000000},
+               {"policy": "qevict", "budget": 0.3, "bits": 4, "prefill_chunk": 16}):
+        r = client.chat.completions.create(model="any", messages=CHAT, max_tokens=4,
+                                           temperature=0, extra_body={"kv": kv})
+        assert r.model_extra["kv"]["policy"] == kv["policy"], (kv, r.model_extra)
+        assert r.usage.completion_tokens >= 1
+
+
+def test_port_in_use_is_a_clean_error(srv, args):
+    out = subprocess.run([args.binary, "serve", "-m", args.model, "--port", str(srv.port)],
+                         capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 1, (out.returncode, out.stderr[-500:])
+    assert b"cannot listen" in out.stderr, out.stderr[-500:]
+
+
+def test_openai_client_sees_errors(srv, args):
+    client = srv.client()
+    try:
+        client.chat.completions.create(model="any", messages=CHAT,
+                                       extra_body={"kv": {"policy": "nope"}})
+    except openai.BadRequestError as e:
+        assert e.status_code == 400 and "nope" in str(e), e
+    else:
+        raise AssertionError("unknown policy was accepted")
+
+
+def test_curl_error_cases(srv, args):
+    chat = "/v1/chat/completions"
+    hello = '"messages": [{"role": "user", "content": "hi"}]'
+    expect_error(curl(srv, chat, "-d", "{not json"), 400, code="invalid_json")
+    expect_error(curl(srv, chat, "-d", ""), 400)
+    expect_error(curl(srv, chat, "-d", '{"messages": "hi"}'), 400, param="messages")
+    expect_error(curl(srv, chat, "-d", "{%s, \"max_tokens\": \"ten\"}" % hello), 400,
+                 param="max_tokens")
+    expect_error(curl(srv, chat, "-d", "{%s, \"temperature\": \"hot\"}" % hello), 400,
+                 param="temperature")
+    expect_error(curl(srv, chat, "-d", "{%s, \"stream\": \"yes\"}" % hello), 400, param="stream")
+    expect_error(curl(srv, chat, "-d", "{%s, \"kv\": {\"policy\": \"nope\"}}" % hello), 400,
+                 param="kv.policy", contains="nope")
+    for budget in ("0", "2", "-1"):
+        expect_error(curl(srv, chat, "-d", "{%s, \"kv\": {\"policy\": \"qevict\", "
+                          "\"budget\": %s}}" % (hello, budget)), 400, param="kv.budget")
+    expect_error(curl(srv, chat, "-d", "{%s, \"max_tokens\": 100000}" % hello), 400,
+                 code="context_length_exceeded")
+    expect_error(curl(srv, chat, "-d", "{%s, \"max_tokens\": 8185}" % hello), 400,
+                 code="context_length_exceeded")  # fits alone, not after the prompt
+    expect_error(curl(srv, "/v1/completions", "-d", '{"prompt": [1, 99999999]}'), 400,
+                 param="prompt[1]")
+    with tempfile.NamedTemporaryFile(suffix=".json") as bad_utf8:
+        bad_utf8.write(b'{"messages": [{"role": "user", "content": "\xff"}], "max_tokens": 2}')
+        bad_utf8.flush()
+        expect_error(curl(srv, chat, "--data-binary", "@" + bad_utf8.name), 400,
+                     code="invalid_json")
+    with tempfile.NamedTemporaryFile(suffix=".json") as big:
+        big.write(b'{"prompt": "' + b"a" * (9 << 20) + b'"}')
+        big.flush()
+        expect_error(curl(srv, "/v1/completions", "--data-binary", "@" + big.name), 413)
+        expect_error(curl(srv, "/v1/completions", "-H", "Expect:", "--data-binary",
+                          "@" + big.name), 413)
+    expect_error(curl(srv, "/v1/nope"), 404)
+    expect_error(curl(srv, "/v1/models/other-model"), 404)
+    expect_error(curl(srv, "/v1/nope", "-d", "{}"), 404)
+    expect_error(curl(srv, chat), 405)  # GET on a POST route
+    expect_error(curl(srv, "/health", "-X", "DELETE"), 405)
+    # After all that, everyone is still served.
+    status, body = srv.get("/health")
+    assert status == 200, body
+    r = srv.client().completions.create(model="any", prompt="Hello", max_tokens=2)
+    assert r.usage.completion_tokens >= 1
+
+
+def test_client_disconnect_mid_stream(srv, args):
+    before = srv.metrics()
+    sock = open_stream(srv, "/v1/completions",
+                       {"prompt": "Once upon a time", "max_tokens": 2000, "temperature": 0,
+                        "stream": True}, events=3)
+    sock.close()
+    wait_until(lambda: srv.metrics()["qevict_requests_cancelled_total"] >
+               before["qevict_requests_cancelled_total"], 30, "the cancelled stream to be noticed")
+    wait_until(lambda: srv.metrics()["qevict_slots_active"] == 0, 10, "the slot to be freed")
+    after = srv.metrics()
+    generated = (after["qevict_tokens_generated_total"] -
+                 before["qevict_tokens_generated_total"])
+    assert generated < 1000, "generation went on after the disconnect: %d tokens" % generated
+    r = srv.client().chat.completions.create(model="any", messages=CHAT, max_tokens=4)
+    assert r.usage.completion_tokens >= 1
+
+
+def test_client_disconnect_while_waiting_for_a_whole_response(srv, args):
+    """A non-streaming client (asking for gzip, as the openai package does) that hangs up."""
+    before = srv.metrics()
+    sock = send_request(srv, "/v1/completions",
+                        {"prompt": "Once upon a time", "max_tokens": 2000, "temperature": 0},
+                        headers={"Accept-Encoding": "gzip, deflate"})
+    wait_until(lambda: srv.metrics()["qevict_slots_active"] == 1, 30, "the generation to start")
+    time.sleep(0.5)
+    sock.close()
+    wait_until(lambda: srv.metrics()["qevict_requests_cancelled_total"] >
+               before["qevict_requests_cancelled_total"], 30, "the hang-up to be noticed")
+    wait_until(lambda: srv.metrics()["qevict_slots_active"] == 0, 10, "the slot to be freed")
+    generated = (srv.metrics()["qevict_tokens_generated_total"] -
+                 before["qevict_tokens_generated_total"])
+    assert generated < 1000, "generation went on after the hang-up: %d tokens" % generated
+
+
+def test_metrics(srv, args):
+    m = srv.metrics()
+    for name in ("qevict_tokens_generated_total", "qevict_tokens_per_second",
+                 "qevict_decode_tokens_per_second", 'qevict_kv_resident_bytes{tier="fp16"}',
+                 'qevict_kv_resident_bytes{tier="quant"}', 'qevict_kv_resident_bytes{tier="meta"}',
+                 'qevict_kv_resident_bytes{tier="cold"}', "qevict_kv_promotions_total",
+                 "qevict_kv_demotions_total", "qevict_kv_evictions_total", "qevict_queue_length",
+                 "qevict_slots_active", "qevict_kv_reserved_bytes",
+                 'qevict_requests_total{route="/v1/chat/completions",status="200"}',
+                 'qevict_requests_total{route="/v1/chat/completions",status="400"}'):
+        assert name in m, "missing %s" % name
+    assert m["qevict_tokens_generated_total"] > 0
+    assert m["qevict_decode_tokens_per_second"] > 0
+
+
+def test_load_8_streaming_clients(srv, args):
+    clients = [srv.client() for _ in range(8)]
+    kvs = [{"policy": "qevict", "budget": 0.1}, {"policy": "full"},
+           {"policy": "streaming", "budget": 0.5}, {"policy": "qevict", "budget": 0.5, "bits": 4}]
+
+    def one(i, rnd):
+        stream = clients[i].chat.completions.create(
+            model="any", messages=[{"role": "user", "content": "Tell me about the number %d."
+                                    % (i * 3 + rnd)}],
+            max_tokens=10, temperature=0.7, seed=i, stream=True,
+            stream_options={"include_usage": True}, extra_body={"kv": kvs[i % len(kvs)]})
+        chunks = list(stream)
+        assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens >= 1
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+    rss, anon = [], []
+    start = time.time()
+    for rnd in range(3):
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            futures = [pool.submit(one, i, rnd) for i in range(8)]
+            errors = []
+            for f in futures:
+                try:
+                    f.result(timeout=300)
+                except Exception as e:  # noqa: BLE001 (reported below)
+                    errors.append(repr(e))
+        assert not errors, "round %d: %s" % (rnd + 1, errors)
+        wait_until(lambda: srv.metrics()["qevict_slots_active"] == 0, 10, "idle slots")
+        rss.append(srv.memory_kb("VmRSS"))
+        anon.append(srv.memory_kb("RssAnon"))
+    m = srv.metrics()
+    assert m["qevict_queue_length"] == 0 and m['qevict_kv_resident_bytes{tier="fp16"}'] == 0, m
+    print("    load: 3 rounds x 8 streaming clients in %.1f s; after each round VmRSS %s kB, "
+          "of which RssAnon %s kB" % (time.time() - start, rss, anon))
+    if args.sanitized:
+        print("    (sanitized build: RSS growth not checked, ASan's quarantine grows by design)")
+    else:
+        assert rss[2] <= rss[1] * 1.10, "resident memory grew from %d to %d kB" % (rss[1], rss[2])
+
+
+# ---- admission control on a server with a small KV memory limit -------------------------------
+
+def test_admission_control(args):
+    limit = 1500000
+    srv = ServerProcess(args.binary, args.model, "--slots", "2", "-t", "2", "--queue", "1",
+                        "--kv-memory-limit", str(limit))
+    try:
+        # Bytes per token from a tiny full-cache run.
+        status, tiny = srv.post("/v1/completions", {"prompt": "hello", "max_tokens": 1})
+        assert status == 200, tiny
+        per_token = tiny["kv"]["full_fp16_bytes"] // tiny["kv"]["tokens_seen"]
+        prompt_tokens = tiny["usage"]["prompt_tokens"]
+
+        # Larger than the whole limit: rejected at once, naming the numbers.
+        too_big = limit // per_token + 10
+        expect_error(curl(srv, "/v1/completions", "-d", json.dumps(
+            {"prompt": "hello", "max_tokens": too_big})), 400,
+            code="kv_memory_limit_exceeded", contains=str(limit))
+
+        # A long stream holds most of the memory (a streaming cache at its fp16 floor).
+        holder = open_stream(srv, "/v1/completions",
+                             {"prompt": "Once upon a time", "max_tokens": 4000, "stream": True,
+                              "kv": {"policy": "streaming", "budget_bytes": 600000}})
+        reserved = srv.metrics()["qevict_kv_reserved_bytes"]
+        assert 0 < reserved <= limit, reserved
+        # A request that fits alone but not beside it waits although a slot is free...
+        total = int((limit - reserved) // per_token) + 4
+        assert total * per_token <= limit
+        waiter = {}
+
+        def wait_for_memory():
+            waiter["result"] = srv.post("/v1/completions",
+                                        {"prompt": "hello", "max_tokens": total - prompt_tokens})
+        thread = threading.Thread(target=wait_for_memory)
+        thread.start()
+        wait_until(lambda: srv.metrics()["qevict_queue_length"] == 1, 30, "a queued request")
+        m = srv.metrics()
+        assert m["qevict_slots_active"] == 1, m["qevict_slots_active"]
+        # ...and with the queue (1) full, the next one is turned away.
+        expect_error(curl(srv, "/v1/completions", "-d", json.dumps(
+            {"prompt": "hello", "max_tokens": total - prompt_tokens})), 503, code="queue_full")
+        holder.close()
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "the queued request never ran"
+        status, body = waiter["result"]
+        assert status == 200, body
+        assert body["usage"]["completion_tokens"] >= 1, body
+    finally:
+        rc = srv.stop()
+    assert rc == 0, "server exit code %d: %s" % (rc, srv.stderr()[-2000:])
+    srv.remove_log()
+
+
+def check_clean_shutdown(srv):
+    rc = srv.stop()
+    log = srv.stderr()
+    assert rc == 0, "server exit code %d: %s" % (rc, log[-3000:])
+    for marker in ("AddressSanitizer", "LeakSanitizer", "runtime error:", "internal check failed"):
+        assert marker not in log, log[-3000:]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--sanitized", action="store_true",
+                        help="the binary is built with ASan: skip the RSS-growth check")
+    parser.add_argument("-k", default="", help="run only tests whose name contains this")
+    args = parser.parse_args()
+
+    on_main = [test_health_and_models, test_chat_non_streaming,
+               test_chat_streaming_matches_non_streaming, test_completions,
+               test_max_tokens_is_honoured, test_stop_strings, test_sampling_is_seeded,
+               test_kv_policies, test_port_in_use_is_a_clean_error,
+               test_openai_client_sees_errors, test_curl_error_cases,
+               test_client_disconnect_mid_stream,
+               test_client_disconnect_while_waiting_for_a_whole_response,
+               test_load_8_streaming_clients, test_metrics]
+    standalone = [test_admission_control]
+    passed = failed = 0
+    t0 = time.time()
+
+    def run(name, fn):
+        nonlocal passed, failed
+        if args.k and args.k not in name:
+            return
+        start = time.time()
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 (every failure is reported and counted)
+            failed += 1
+            print("FAIL %s (%.1f s)" % (name, time.time() - start))
+            traceback.print_exc()
+        else:
+            passed += 1
+            print("ok   %s (%.1f s)" % (name, time.time() - start))
+        sys.stdout.flush()
+
+    try:
+        srv = ServerProcess(args.binary, args.model, "--slots", "2", "-t", "2", "--queue", "16")
+    except Exception:  # noqa: BLE001
+        srv = None
+        failed += 1
+        print("FAIL start_server")
+        traceback.print_exc()
+    if srv is not None:
+        try:
+            for test in on_main:
+                run(test.__name__, lambda test=test: test(srv, args))
+        finally:
+            run("clean_shutdown", lambda: check_clean_shutdown(srv))
+            srv.stop()  # whatever ran (a no-op once stopped)
+            srv.remove_log()
+    for test in standalone:
+        run(test.__name__, lambda test=test: test(args))
+    print("server tests took %.1f s" % (time.time() - t0))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

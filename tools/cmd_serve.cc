@@ -1,0 +1,120 @@
+// `qevict serve`: the OpenAI-compatible HTTP server (src/server/, docs/server.md).
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "server/server.h"
+#include "tools/commands.h"
+#include "tools/kv_flags.h"
+#include "util/error.h"
+
+namespace qevict::cli {
+namespace {
+
+struct ServeFlags {
+  server::ServerOptions options;
+  KvFlags kv;
+};
+
+// SIGINT / SIGTERM stop the server gracefully. They are blocked in every thread (see Serve) and
+// taken by one thread with sigwait, which may then call Server::Stop (not async-signal-safe)
+// freely. SIGUSR1 only wakes that thread so that it can be joined when the server has stopped.
+class SignalStopper {
+ public:
+  explicit SignalStopper(server::Server& server) {
+    const sigset_t set = StopSignals();
+    thread_ = std::thread([&server, set] {
+      int signal = 0;
+      if (sigwait(&set, &signal) == 0 && signal != SIGUSR1) {
+        std::fprintf(stderr, "qevict serve: signal %d, shutting down\n", signal);
+        server.Stop();
+      }
+    });
+  }
+  ~SignalStopper() {
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+  }
+  SignalStopper(const SignalStopper&) = delete;
+  SignalStopper& operator=(const SignalStopper&) = delete;
+
+  static sigset_t StopSignals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    return set;
+  }
+
+ private:
+  std::thread thread_;
+};
+
+int Serve(ServeFlags& f) {
+  // Block the stop signals before any thread starts so that every thread inherits the mask, and
+  // ignore SIGPIPE: a client that disconnects mid-stream must not kill the server.
+  const sigset_t set = SignalStopper::StopSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  f.options.kv = f.kv.Resolve();
+  server::Server server(f.options);
+  SignalStopper stopper(server);
+  server.Run();
+  std::fprintf(stderr, "qevict serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> RegisterServe(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  server::ServerOptions& o = flags->options;
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (docs/server.md)");
+  cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  cmd->add_option("--host", o.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", o.port, "port (0: any free port, printed on stderr)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--slots", o.slots, "requests decoded concurrently, each with its own KV cache")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("-t,--threads", o.threads,
+                  "compute threads in total, split evenly over the slots (default: all cores)");
+  cmd->add_option("--kv-memory-limit", o.kv_memory_limit,
+                  "KV bytes reserved over running requests (e.g. 512m, 2g; 0: no limit); a "
+                  "request waits until its reservation fits")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str()
+      ->group("KV cache");
+  cmd->add_option("--queue", o.max_queue, "requests that may wait for a slot; more get 503")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--queue-timeout", o.queue_timeout_seconds,
+                  "seconds a request may wait for a slot before 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  cmd->add_option("-c,--ctx", o.ctx,
+                  "most prompt + completion tokens per request "
+                  "(default: the model's context)");
+  cmd->add_option("-b,--batch", o.batch, "prefill tokens per forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--default-max-tokens", o.default_max_tokens,
+                  "max_tokens when a request gives none (0: OpenAI's defaults: the rest of the "
+                  "context for chat, 16 for completions)")
+      ->capture_default_str();
+  cmd->add_option("--max-body", o.max_body_bytes, "largest request body in bytes (more: 413)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  cmd->add_option("--alias", o.model_alias, "model id to report (default: the file name)");
+  cmd->add_flag("-v,--verbose", o.log_requests, "log every response on stderr");
+  AddKvFlags(*cmd, flags->kv);
+  return [flags] { return Serve(*flags); };
+}
+
+}  // namespace qevict::cli
