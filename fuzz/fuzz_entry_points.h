@@ -5,4 +5,5 @@
 #include "fuzz/fuzz_target.h"
 #include "fuzz/targets/chat_template.h"
 #include "fuzz/targets/gguf.h"
+#include "fuzz/targets/http_request.h"
 #include "fuzz/targets/tokenizer.h"

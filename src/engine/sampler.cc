@@ -23,8 +23,27 @@ int32_t Sampler::Argmax(std::span<const float> logits) {
   return best;
 }
 
+// No truncation: draw from the whole softmax without sorting 49k candidates per token.
+int32_t Sampler::SampleFullDistribution(std::span<const float> logits) {
+  const float max = logits[Argmax(logits)];
+  probs_.resize(logits.size());
+  double total = 0.0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    probs_[i] = std::exp((logits[i] - max) / options_.temperature);
+    total += probs_[i];
+  }
+  std::uniform_real_distribution<double> uniform(0.0, total);
+  double r = uniform(rng_);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    r -= probs_[i];
+    if (r <= 0.0) return static_cast<int32_t>(i);
+  }
+  return Argmax(logits);
+}
+
 int32_t Sampler::Sample(std::span<const float> logits) {
   if (options_.temperature == 0.0f) return Argmax(logits);
+  if (options_.top_k <= 0 && options_.top_p >= 1.0f) return SampleFullDistribution(logits);
   candidates_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     candidates_[i] = {logits[i], static_cast<int32_t>(i)};

@@ -24,7 +24,10 @@ class Sampler {
   static int32_t Argmax(std::span<const float> logits);  // lowest index wins ties
 
  private:
+  int32_t SampleFullDistribution(std::span<const float> logits);
+
   SamplerOptions options_;
+  std::vector<double> probs_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> candidates_;
 };
