@@ -30,6 +30,8 @@ fi
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S . -B "$BUILD" -DQEVICT_FUZZ=ON -DQEVICT_TESTS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+else
+  cmake "$BUILD" >/dev/null  # pick up targets added since the last configure
 fi
 cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]/%/_fuzzer}"
 

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <variant>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzz/fuzz_target.h"
 #include "server/request.h"
 
@@ -22,7 +24,10 @@ namespace qevict::fuzz {
 inline void CheckError(const server::ApiError& e) {
   Require(e.status >= 400 && e.status < 500, "request parser returned a non-4xx error");
   Require(!e.message.empty(), "request parser returned an error without a message");
-  (void)e.ToJson().dump();
+  // The body the server sends (messages may quote invalid UTF-8 from the request; Body()
+  // replaces it) must itself be valid JSON.
+  Require(!nlohmann::json::parse(e.Body(), nullptr, false).is_discarded(),
+          "error body is not valid JSON");
 }
 
 inline void CheckParams(const server::GenerationParams& p, const server::RequestDefaults& d) {

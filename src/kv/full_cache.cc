@@ -3,6 +3,7 @@
 #include "kv/grouped_attention.h"
 #include "kernels/attention.h"
 #include "util/error.h"
+#include "util/memory_stats.h"
 
 namespace qevict {
 
@@ -12,6 +13,15 @@ FullCache::FullCache(const KvGeometry& geometry, const Rope& rope)
                geo_.max_tokens > 0 && geo_.n_heads % geo_.n_kv_heads == 0);
   const size_t elems = static_cast<size_t>(geo_.n_layers) * geo_.n_kv_heads * geo_.max_tokens *
                        geo_.head_dim;
+  const int64_t bytes = static_cast<int64_t>(elems) * 2 * static_cast<int64_t>(sizeof(uint16_t));
+  const int64_t available = AvailableMemoryBytes();
+  if (available >= 0 && bytes > available) {
+    throw Error("an fp16 KV cache for " + std::to_string(geo_.max_tokens) + " tokens needs " +
+                std::to_string(bytes >> 20) + " MiB, more than the " +
+                std::to_string(available >> 20) +
+                " MiB this machine has available; use a shorter context or a compressing "
+                "--kv-policy with --kv-budget");
+  }
   // new[] without value-initialization: the kernel maps pages only when tokens are written.
   k_.reset(new uint16_t[elems]);
   v_.reset(new uint16_t[elems]);

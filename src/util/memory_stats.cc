@@ -39,3 +39,21 @@ bool ResetPeakRss() {
 }
 
 }  // namespace qevict
+
+namespace qevict {
+
+int64_t AvailableMemoryBytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t available_kb = -1, swap_free_kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    long long kb = 0;
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) available_kb = kb;
+    if (std::sscanf(line, "SwapFree: %lld kB", &kb) == 1) swap_free_kb = kb;
+  }
+  std::fclose(f);
+  return available_kb < 0 ? -1 : (available_kb + swap_free_kb) * 1024;
+}
+
+}  // namespace qevict

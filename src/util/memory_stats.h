@@ -22,4 +22,8 @@ MemoryStats ReadMemoryStats();
 // the high-water mark then keeps counting from the process start.
 bool ResetPeakRss();
 
+// Memory the kernel reports as available to new allocations (MemAvailable + free swap), or -1
+// when it cannot be read. Used to refuse a context the machine cannot hold before allocating.
+int64_t AvailableMemoryBytes();
+
 }  // namespace qevict
