@@ -32,7 +32,7 @@ CATEGORIES = [
      r"ThreadPool::(Run|Work|WorkerLoop|RunOnAll)\b|futex|sched_yield|pthread_"),
     ("activation quantization (fp32 -> Q8)", r"[Qq]uantize"),
     ("attention (scores, softmax, weighted values)",
-     r"[Aa]ttention|Attend|Score|Accumulate|[Ss]oftmax|GroupedAttention"),
+     r"[Aa]ttention|Attend|Score|Accumulate|[Ss]oftmax|MaxOf|ExpShift|expf"),
     ("KV store (RoPE on keys, fp32 -> fp16)", r"Store|Fp32ToFp16|[Rr]ope"),
     ("quantized matmul (weights x activations)",
      r"[Vv]ec_?[Dd]ot|MatMul|[Tt]ile|Dot|[Gg]emv|[Gg]emm"),
@@ -235,9 +235,15 @@ def render_machine(meta, any_speed):
     ]
     try:
         if max(float(load_s), float(load_e)) > float(meta.get("cores", 1)):
-            lines += ["Note: the load average exceeded the number of cores during this run (other "
-                      "work shared the machine), so absolute numbers are noisy; the two engines ran "
-                      "interleaved, so their ratios are the meaningful figures.", ""]
+            lines += ["Note: the load average exceeded the number of cores: other work shared the "
+                      "machine and each run obtained only part of the CPU (rows \"CPU obtained\" "
+                      "below). The engines ran interleaved and the best repetition of each is "
+                      "reported, which favours the least disturbed runs. Still, a thread pool "
+                      "whose threads meet at a barrier after every operation (llama.cpp's graph "
+                      "executor) loses more when one of its threads is descheduled than one that "
+                      "hands out work dynamically and does not wait for a late thread (qevict's), "
+                      "so on a busy machine the 2-thread ratios favour qevict; the one-thread "
+                      "table compares the kernels alone.", ""]
     except ValueError:
         pass
     return lines
@@ -274,13 +280,19 @@ def render_commands(meta):
     ]
 
 
+def best_bandwidth(speed):
+    """The machine's bandwidth: the best of every measurement in the run (GB/s)."""
+    return max([b for e in speed.values() for b in e["bw"]] or [0.0])
+
+
 def render_speed(speed, meta):
     lines = ["## qevict vs llama.cpp", ""]
     summaries = {}
+    bw = best_bandwidth(speed)
     for L in sorted(speed):
         s = summarize(speed[L])
+        s["bw"] = bw
         summaries[L] = s
-        bw = s["bw"]
         limit = bw * 1e9 / s["bytes_per_token"] if bw else None
         frac = (lambda d: d / limit if limit and d else None)
         lines += [
@@ -464,21 +476,30 @@ def render_kv(work, meta):
               "prompt and at the end; the budget is a fraction of an fp16 cache of prompt + new "
               "tokens." % (meta.get("threads"), meta.get("gen"), meta.get("kv_reps", "?")), "",
               "| context | policy | budget | prefill tok/s | decode tok/s | decode vs full | "
-              "KV after prompt | KV at end | KV budget | peak RSS |",
-              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "KV after prompt | KV at end | KV peak | KV budget | peak RSS | RSS at end |",
+              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     full = {r["ctx"]: r for r in rows if r["policy"] == "full"}
     order = sorted(rows, key=lambda r: (r["ctx"], r["policy"] != "full", r["policy"],
                                         r["budget"]))
     for r in order:
         f = full.get(r["ctx"])
-        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["ctx"], r["policy"], "-" if r["budget"] == "none" else r["budget"],
             fmt(r["prefill_tps"]), fmt(r["decode_tps"]),
             ratio_str(r["decode_tps"], f["decode_tps"]) if f else "n/a",
             mib(r["kv_resident_bytes_after_prompt"]), mib(r["kv_resident_bytes"]),
+            mib(r["kv_peak_bytes"]),
             "-" if r["kv_budget_bytes"] < 0 else mib(r["kv_budget_bytes"]),
-            mib(r["peak_rss_bytes"])))
+            mib(r["peak_rss_bytes"]), mib(r["rss_bytes"])))
     lines.append("")
+    held = [r for r in rows if r["policy"] != "full" and r["ctx"] in full and
+            r["kv_peak_bytes"] >= 0.9 * full[r["ctx"]]["kv_peak_bytes"]]
+    if held:
+        lines += ["In %d of the %d budgeted rows the KV peak is within 10%% of the full cache's: "
+                  "the prompt is held in fp16 until it ends and only then routed to the budget "
+                  "(the default `--kv-prefill-chunk 0`), so the budget bounds the KV bytes during "
+                  "decoding but not the peak RSS." % (
+                      len(held), sum(1 for r in rows if r["policy"] != "full")), ""]
     for p, b, L, msg in fails:
         lines.append("- %s at budget %s, context %d: failed: `%s`" % (p, b, L, msg))
     if fails:
