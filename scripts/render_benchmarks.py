@@ -179,14 +179,22 @@ def categorize(rows):
     return sorted(totals.items(), key=lambda kv: -kv[1])
 
 
-def profile_text(work, phase, L):
+def phase_label(phase, threads):
+    """'decode' -> 'decode, 2 threads'; 'decode-t1' -> 'decode, 1 thread'."""
+    m = re.match(r"(\w+)-t(\d+)$", phase)
+    name, t = (m.group(1), int(m.group(2))) if m else (phase, threads)
+    return "%s, %d thread%s" % (name, t, "" if t == 1 else "s")
+
+
+def profile_text(work, phase, L, threads):
     rows = parse_profile(os.path.join(work, "profile_%s_L%d.txt" % (phase, L)))
     if not rows:
         return None
     cats = categorize(rows)
-    top = ", ".join("%s %.0f%%" % (n, p) for n, p in cats[:4])
+    top = ", ".join("%s %.0f%%" % (n, p) for n, p in cats[:4] if p >= 1.0)
     syms = "; ".join("`%s` %.1f%%" % (short_symbol(s), p) for p, s in rows[:5])
-    return "profile of qevict %s at context %d: %s. Top symbols: %s." % (phase, L, top, syms)
+    return "profile of qevict (%s) at context %d: %s. Top symbols: %s." % (
+        phase_label(phase, threads), L, top, syms)
 
 
 def short_symbol(sym):
@@ -416,16 +424,16 @@ def render_targets(summaries, work):
             if (phase, L) in seen:
                 continue
             seen.add((phase, L))
-            text = profile_text(work, phase, L)
+            text = profile_text(work, phase, L, summaries[L]["threads"])
             lines.append("- " + (text or "no profile of %s at %d (perf unavailable)" % (phase, L)))
-            single = profile_text(work, phase + "-t1", L)
+            single = profile_text(work, phase + "-t1", L, 1)
             if single:
                 lines.append("- " + single)
         lines.append("")
     return lines
 
 
-def render_profiles(work):
+def render_profiles(work, threads):
     paths = sorted(glob.glob(os.path.join(work, "profile_*_L*.txt")))
     found = [(re.search(r"profile_(.+?)_L\d+", p).group(1), ctx_of(p), parse_profile(p))
              for p in paths]
@@ -434,13 +442,13 @@ def render_profiles(work):
         return []
     lines = ["## Profiles (qevict)", "",
              "`perf record -e cpu-clock`, switched on only around one phase of one repetition "
-             "(`qevict bench --perf-control`); self time grouped by what the symbols do. "
-             "`-t1`: the same with one thread, i.e. without thread-pool synchronisation.", "",
+             "(`qevict bench --perf-control`); self time grouped by what the symbols do. With one "
+             "thread there is no thread-pool synchronisation: what the kernels alone cost.", "",
              "| phase | context | where the time goes | top symbols |", "|---|---:|---|---|"]
     for phase, L, rows in sorted(found, key=lambda f: (f[0], f[1])):
         cats = "; ".join("%s %.0f%%" % (n, p) for n, p in categorize(rows) if p >= 1.0)
         syms = "; ".join("`%s` %.1f%%" % (short_symbol(s), p) for p, s in rows[:4])
-        lines.append("| %s | %d | %s | %s |" % (phase, L, cats, syms))
+        lines.append("| %s | %d | %s | %s |" % (phase_label(phase, threads), L, cats, syms))
     return lines + [""]
 
 
@@ -548,7 +556,7 @@ def main():
     if speed:
         out += render_bandwidth(speed)
     out += render_kv(args.work, meta)
-    out += render_profiles(args.work)
+    out += render_profiles(args.work, meta.get("threads", 0))
     out += render_commands(meta)
     out += render_llama_build(meta, summaries)
     with open(args.out, "w") as f:
