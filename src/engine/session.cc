@@ -29,8 +29,8 @@ Session::Session(const LlamaModel& model, ThreadPool& pool, const SessionOptions
 }
 
 void Session::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  position_ = 0;  // a new run starts from an empty cache
   CheckRoom(prompt_tokens + max_new_tokens);
-  position_ = 0;
   timings_ = {};
   cache_->BeginRun(prompt_tokens, max_new_tokens);
 }
