@@ -4,7 +4,7 @@ BUILD ?= build
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build test test-asan demo bench clean format fuzz
+.PHONY: all setup build test test-asan demo eval bench clean format fuzz
 
 all: build
 
@@ -27,6 +27,10 @@ test-asan:
 
 demo: setup build
 	@scripts/demo.sh
+
+# The default evaluation grid (about 45 minutes on 2 cores); regenerates docs/results.md.
+eval: setup build
+	@scripts/eval.sh
 
 bench: setup build
 	@scripts/bench.sh

@@ -6,4 +6,5 @@
 #include "fuzz/targets/chat_template.h"
 #include "fuzz/targets/gguf.h"
 #include "fuzz/targets/http_request.h"
+#include "fuzz/targets/task_file.h"
 #include "fuzz/targets/tokenizer.h"

@@ -1,32 +1,20 @@
 #!/usr/bin/env bash
-# The demo until the evaluation suite lands: real generations with the reference model on a long
-# multi-question prompt, with the full fp16 KV cache and with QEvict at 10% of its bytes, with
-# speed figures and per-tier KV statistics; then a short factual question.
+# `make demo`: the headline comparison in a few minutes on 2 cores. Every policy at budgets
+# 0.05 / 0.1 / 0.2 on `drift` (three questions about three needles, asked one after another in
+# one session) and `niah` (one needle in prose) at 2k and 4k tokens, on the reference model,
+# then the table and the pictures. The full grid is `make eval` (docs/results.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/qevict}
 MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
-prompt=$(mktemp)
-trap 'rm -f "$prompt"' EXIT
-python3 - "$prompt" <<'PY'
-import random, sys
-rng = random.Random(7)
-cities = ["Lisbon", "Oslo", "Quito", "Hanoi", "Nairobi", "Perth", "Tromso", "Cusco"]
-lines = []
-for i in range(150):
-    c = rng.choice(cities)
-    lines.append(f"Day {i + 1}: the courier left {c} at {rng.randint(5, 11)} am carrying "
-                 f"{rng.randint(2, 40)} parcels and reached the depot before sunset.")
-lines.insert(30, "Note: the secret access code for the north depot is 4721.")
-lines.insert(100, "Note: the manager of the south depot is called Ingrid Vale.")
-lines.append("\nWhat is the secret access code for the north depot?")
-open(sys.argv[1], "w").write("\n".join(lines))
-PY
-for policy in "full" "qevict --kv-budget 0.1" "snapkv --kv-budget 0.1"; do
-  echo "== qevict run: long prompt, greedy, --kv-policy $policy"
-  # shellcheck disable=SC2086
-  "$BIN" run -m "$MODEL" -f "$prompt" --chat -n 32 --temp 0 --kv-policy $policy --kv-stats
-  echo
-done
-echo "== qevict run: a short factual question"
-"$BIN" run -m "$MODEL" -p "What is the capital of Germany?" --chat -n 32 --temp 0
+OUT=${OUT:-eval-out/demo}
+THREADS=${THREADS:-$(nproc)}
+"$BIN" eval -m "$MODEL" --tasks drift,niah --lengths 2048,4096 --depths 0.25,0.75 \
+  --budgets 0.05,0.1,0.2 --threads "$THREADS" --seed 1 --out "$OUT"
+if [ -x .venv/bin/python ] && .venv/bin/python -c "import matplotlib" 2>/dev/null; then
+  .venv/bin/python scripts/plot_eval.py "$OUT"
+  echo "pictures: $OUT/plots/"
+else
+  echo "pictures skipped: run scripts/setup.sh venv, then .venv/bin/python scripts/plot_eval.py $OUT"
+fi
+echo "rows: $OUT/rows.jsonl   table: $OUT/table.md   full results: docs/results.md (make eval)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing qevict needs, skipping whatever is already there:
 # Debian packages (when run as root or with sudo), the Python test environment (.venv with the
-# official `openai` client, used by tests/server/) and the reference model.
+# official `openai` client, used by tests/server/, and matplotlib, used by scripts/plot_eval.py
+# and scripts/render_results.py) and the reference model.
 #   scripts/setup.sh            packages + venv + model
 #   scripts/setup.sh packages   packages only
 #   scripts/setup.sh venv       Python test environment only
@@ -32,10 +33,12 @@ install_packages() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-# .venv with the Python packages the tests drive the server with; skipped when already there.
-PYTHON_TEST_PACKAGES=(openai)
+# .venv with the Python packages the tests drive the server with (openai) and the eval pictures
+# are drawn with (matplotlib); skipped when every one of them already imports.
+PYTHON_TEST_PACKAGES=(openai matplotlib)
+PYTHON_TEST_IMPORTS="import openai, matplotlib"
 install_venv() {
-  if [ -x .venv/bin/python ] && .venv/bin/python -c "import openai" 2>/dev/null; then
+  if [ -x .venv/bin/python ] && .venv/bin/python -c "$PYTHON_TEST_IMPORTS" 2>/dev/null; then
     echo "setup: Python test environment present (.venv)"
     return
   fi

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
 namespace qevict::cli {
 
@@ -12,5 +13,9 @@ std::function<int()> RegisterRun(CLI::App& app);
 std::function<int()> RegisterInfo(CLI::App& app);
 std::function<int()> RegisterBench(CLI::App& app);
 std::function<int()> RegisterServe(CLI::App& app);
+std::function<int()> RegisterEval(CLI::App& app);
+
+// The command line as typed (for outputs that record how they were made).
+std::string& CommandLine();
 
 }  // namespace qevict::cli

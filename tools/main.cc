@@ -1,12 +1,27 @@
 // qevict: long-context LLM decoding with a recoverable quantized KV cache.
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "tools/commands.h"
 #include "util/error.h"
 
+namespace qevict::cli {
+std::string& CommandLine() {
+  static std::string line;
+  return line;
+}
+}  // namespace qevict::cli
+
 int main(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i) {
+    std::string& line = qevict::cli::CommandLine();
+    if (i > 0) line += ' ';
+    const std::string arg = i == 0 ? std::string("qevict") : std::string(argv[i]);
+    const bool plain = arg.find_first_of(" \t\"'$\\") == std::string::npos && !arg.empty();
+    line += plain ? arg : "'" + arg + "'";
+  }
   CLI::App app{"qevict: long-context LLM decoding with a recoverable quantized KV cache"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "qevict 0.1.0");
@@ -20,6 +35,7 @@ int main(int argc, char** argv) {
   add(qevict::cli::RegisterInfo);
   add(qevict::cli::RegisterBench);
   add(qevict::cli::RegisterServe);
+  add(qevict::cli::RegisterEval);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -28,6 +28,19 @@ Session::Session(const LlamaModel& model, ThreadPool& pool, const SessionOptions
   positions_.resize(std::max(1, options_.prefill_chunk));
 }
 
+Session::Session(const Session& prefix, const CacheFork& fork)
+    : model_(prefix.model_),
+      pool_(prefix.pool_),
+      options_(prefix.options_),
+      scratch_(prefix.model_.config(), std::max(1, prefix.options_.prefill_chunk)),
+      position_(prefix.position_),
+      timings_(prefix.timings_) {
+  rope_ = model_.MakeRope(options_.n_ctx);
+  cache_ = fork(*prefix.cache_, *rope_);
+  QEVICT_CHECK(cache_ != nullptr && cache_->n_tokens() == prefix.cache_->n_tokens());
+  positions_.resize(std::max(1, options_.prefill_chunk));
+}
+
 void Session::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   position_ = 0;  // a new run starts from an empty cache
   CheckRoom(prompt_tokens + max_new_tokens);

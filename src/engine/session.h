@@ -34,6 +34,13 @@ class Session {
   Session(const LlamaModel& model, ThreadPool& pool, const SessionOptions& options,
           const KvCacheFactory& make_cache);
 
+  // A session that continues where `prefix` stands (same model, pool, options, position and
+  // timings) with the cache `fork` makes from prefix's cache and this session's rope (the
+  // evaluator forks one prefilled prompt into every policy and budget: policy/registry.h).
+  using CacheFork =
+      std::function<std::unique_ptr<KvCache>(const KvCache& prefix_cache, const Rope& rope)>;
+  Session(const Session& prefix, const CacheFork& fork);
+
   // Starts a new run (the cache forgets everything): prompt length and generation length size
   // the cache budget.
   void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens);

@@ -35,6 +35,31 @@ void BlockPool::Reset() {
   empty_slabs_ = 0;
 }
 
+void BlockPool::CopyFrom(const BlockPool& other) {
+  QEVICT_CHECK(other.block_bytes_ == block_bytes_ && other.blocks_per_slab_ == blocks_per_slab_);
+  Reset();
+  slabs_.resize(other.slabs_.size());
+  for (size_t i = 0; i < other.slabs_.size(); ++i) {
+    const Slab& from = other.slabs_[i];
+    if (from.base == nullptr) continue;
+    void* base = mmap(nullptr, slab_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+    if (base == MAP_FAILED) {
+      Reset();
+      throw Error("KV cache: cannot map " + std::to_string(slab_bytes_) + " bytes: " +
+                  std::strerror(errno));
+    }
+    slabs_[i].base = static_cast<uint8_t*>(base);
+    std::memcpy(slabs_[i].base, from.base, slab_bytes_);
+    slabs_[i].free_slots = from.free_slots;
+  }
+  non_full_ = other.non_full_;
+  live_blocks_ = other.live_blocks_;
+  peak_live_blocks_ = other.peak_live_blocks_;
+  mapped_slabs_ = other.mapped_slabs_;
+  empty_slabs_ = other.empty_slabs_;
+}
+
 void BlockPool::SetNonFull(int index, bool non_full) {
   const size_t word = static_cast<size_t>(index) / 64;
   if (non_full_.size() <= word) non_full_.resize(word + 1, 0);

@@ -29,6 +29,8 @@ class BlockPool {
   }
 
   void Reset();  // frees every block and unmaps every slab
+  // Becomes a copy of `other` (same block size): same handles, same contents, same free lists.
+  void CopyFrom(const BlockPool& other);
 
   int64_t block_bytes() const { return block_bytes_; }
   int64_t live_blocks() const { return live_blocks_; }

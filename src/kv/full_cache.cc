@@ -68,6 +68,21 @@ void FullCache::Store(int layer, int n, const int32_t* pos, const float* k, cons
   peak_tokens_ = std::max(peak_tokens_, count_[layer]);
 }
 
+void FullCache::AppendFp16Rows(int layer, int n, const int32_t* pos, const uint16_t* k,
+                               const uint16_t* v, int64_t rows_per_head) {
+  const int64_t start = count_[layer];
+  QEVICT_CHECK(n >= 0 && start + n <= geo_.max_tokens);
+  const int hd = geo_.head_dim;
+  for (int h = 0; h < geo_.n_kv_heads; ++h) {
+    const int64_t offset = static_cast<int64_t>(h) * rows_per_head * hd;
+    std::copy(k + offset, k + offset + static_cast<int64_t>(n) * hd, k_row(layer, h, start));
+    std::copy(v + offset, v + offset + static_cast<int64_t>(n) * hd, v_row(layer, h, start));
+  }
+  if (layer == 0) std::copy(pos, pos + n, pos_.begin() + start);
+  count_[layer] = start + n;
+  peak_tokens_ = std::max(peak_tokens_, count_[layer]);
+}
+
 void FullCache::Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
                        ThreadPool& pool) {
   const int64_t stored = count_[layer];

@@ -22,6 +22,11 @@ class FullCache : public KvCache {
   const KvGeometry& geometry() const override { return geo_; }
   int64_t n_tokens() const override { return count_.back(); }
 
+  // Appends n tokens to a layer from fp16 rows: keys already rotated, row i of head h at
+  // k[(h * rows_per_head + i) * head_dim] (the block layout of the tiered cache), values alike.
+  void AppendFp16Rows(int layer, int n, const int32_t* pos, const uint16_t* k, const uint16_t* v,
+                      int64_t rows_per_head);
+
  private:
   uint16_t* k_row(int layer, int head, int64_t index) const;
   uint16_t* v_row(int layer, int head, int64_t index) const;

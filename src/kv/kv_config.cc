@@ -64,6 +64,8 @@ void KvConfig::Validate() const {
           "score decay must be in (0, 1], got " + std::to_string(score_decay));
   Require(snapkv_window >= 1, "snapkv observation window must be >= 1, got " +
                                   std::to_string(snapkv_window));
+  Require(query_kernel >= 1 && query_kernel % 2 == 1,
+          "qevict query pooling kernel must be odd and >= 1, got " + std::to_string(query_kernel));
   Require(snapkv_kernel >= 1 && snapkv_kernel % 2 == 1,
           "snapkv pooling kernel must be odd and >= 1, got " + std::to_string(snapkv_kernel));
   Require(std::isfinite(pyramid_beta) && pyramid_beta >= 1.0,
@@ -110,6 +112,8 @@ const std::vector<KvOptionDoc>& KvOptionDocs() {
       {"--kv-recovery", "paper", "promoted windows hold dequantized codes (paper) or exact fp16 originals from a cold store (exact)", false},
       {"--kv-prefill-chunk", "0", "route after every prompt chunk of this many tokens (0 = only after the prompt)", false},
       {"--kv-hysteresis", "0", "a quantized window is promoted only if its score beats the fp16 window's by this fraction", true},
+      {"--kv-query-aware", "true", "qevict: rank by each prompt's pooled question attention plus decode mass since (false: the cache's score alone)", true},
+      {"--kv-query-kernel", "31", "qevict: max-pool kernel over the question's token attention (wider than SnapKV's 7 so a needle's neighbouring windows rank with it)", true},
       {"--kv-score", "cumulative", "importance: cumulative (H2O), decay, normalized (ZipCache)", true},
       {"(config) score_decay", "0.95", "per-query decay factor of --kv-score decay", true},
       {"(config) value_group", "32", "values are quantized per token in groups of this many channels", true},

@@ -46,6 +46,10 @@ struct KvConfig {
   ScoreMode score = ScoreMode::kCumulative;
   double score_decay = 0.95;  // per query, for ScoreMode::kDecay (choice)
   RecoveryFidelity recovery = RecoveryFidelity::kPaper;
+  // qevict: rank by the pooled attention of each prompt's last queries plus the decode mass
+  // since, instead of the cumulative score alone (choice; src/policy/qevict_policy.cc).
+  bool query_aware = true;
+  int query_kernel = 31;  // qevict's max-pool kernel over the question's token attention (choice)
   std::string cold_store_dir;  // exact recovery: directory of the cold-store file ("" = $TMPDIR or /tmp)
 
   // Baseline parameters.

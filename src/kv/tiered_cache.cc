@@ -212,6 +212,20 @@ void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   sum_resident_ = sum_fp16_ = sum_quant_ = 0;
   samples_ = 0;
 
+  SetBudget(prompt_tokens, max_new_tokens);
+  if (observing_) {
+    for (LayerState& l : layers_) {
+      l.obs_queries.resize(static_cast<size_t>(config_.snapkv_window) * geo_.n_heads *
+                           geo_.head_dim);
+      l.obs_pos.resize(config_.snapkv_window);
+    }
+  }
+}
+
+// The byte budget of a run of prompt_tokens + max_new_tokens, what the cache scores, and
+// whether the budget is below the floor the cache cannot go under.
+void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
+  prompt_tokens_ = std::max<int64_t>(0, prompt_tokens);
   run_tokens_ = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
   if (config_.budget_bytes > 0) {
     budget_bytes_ = config_.budget_bytes;
@@ -222,15 +236,8 @@ void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
         config_.budget * static_cast<double>(run_tokens_) * geo_.fp16_bytes_per_token()));
   }
   stats_.budget_bytes = budget_bytes_;
-  scoring_ = policy_->wants_scores() && budget_bytes_ >= 0;
-  observing_ = policy_->wants_observation() && budget_bytes_ >= 0;
-  if (observing_) {
-    for (LayerState& l : layers_) {
-      l.obs_queries.resize(static_cast<size_t>(config_.snapkv_window) * geo_.n_heads *
-                           geo_.head_dim);
-      l.obs_pos.resize(config_.snapkv_window);
-    }
-  }
+  scoring_ = for_forks_ || (policy_->wants_scores() && budget_bytes_ >= 0);
+  observing_ = for_forks_ || (policy_->wants_observation() && budget_bytes_ >= 0);
   policy_->BeginRun();
 
   if (budget_bytes_ >= 0) {
@@ -322,7 +329,8 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
                resident_bytes() + NextTokenGrowth() > budget_bytes_);
       break;
   }
-  if (route) Route(kind, pool);
+  last_batch_ = kind;
+  if (route && !for_forks_) Route(kind, pool);
   batch_peak_ = resident_bytes();
   if (routed_) {
     sum_resident_ += static_cast<double>(resident_bytes());

@@ -18,6 +18,7 @@
 
 #include "kv/block_pool.h"
 #include "kv/cold_store.h"
+#include "kv/full_cache.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_config.h"
 #include "kv/kv_quantizer.h"
@@ -59,6 +60,20 @@ class TieredCache : public KvCache {
   KvStats Stats() const override;
   const KvGeometry& geometry() const override { return geo_; }
   int64_t n_tokens() const override { return layers_.back().count; }
+
+  // Forks (one prefill, every policy and budget; src/kv/tiered_fork.cc). A cache told to keep
+  // statistics for forks before BeginRun never routes and accumulates everything any policy
+  // routes on (window scores, the last prompt queries) whatever its own policy and budget.
+  // After a prompt, Fork() gives a cache with another policy and budget that is exactly where a
+  // cache of that configuration would be had it read the prompt itself, its first routing step
+  // applied; ForkFull() gives the fp16 FullCache of the same tokens. Both copy the stored bytes.
+  // The fork's config must share the geometry (window, sinks, recent, bits, value group,
+  // observation window, score mode); rope must outlive the fork.
+  void KeepStatisticsForForks() { for_forks_ = true; }
+  std::unique_ptr<TieredCache> Fork(const KvConfig& config, std::unique_ptr<Policy> policy,
+                                    const Rope& rope, ThreadPool& pool,
+                                    bool keep_statistics = false) const;
+  std::unique_ptr<FullCache> ForkFull(const Rope& rope) const;
 
   // Read-only diagnostics.
   WindowView View(int layer) const;
@@ -104,6 +119,7 @@ class TieredCache : public KvCache {
   size_t BandSize(const LayerState& l) const;
   int64_t FirstToken(int64_t window_index) const { return sinks_ + window_index * window_; }
   float ScoreOf(const WindowRecord& w) const;
+  void SetBudget(int64_t prompt_tokens, int64_t max_new_tokens);
   int64_t MetaBytes() const;
   int64_t FloorBytes(const LayerState& l) const;
   int64_t NextTokenGrowth() const;
@@ -151,9 +167,12 @@ class TieredCache : public KvCache {
   WindowMassObserver mass_;
   bool scoring_ = false;      // accumulate window mass (policy wants it and a budget applies)
   bool observing_ = false;    // keep the latest queries for observation
+  bool for_forks_ = false;    // KeepStatisticsForForks(): score and observe, never route
+  BatchKind last_batch_ = BatchKind::kGenerated;  // the kind of the last EndBatch
 
   // Run state.
   int64_t budget_bytes_ = -1;
+  int64_t prompt_tokens_ = 0;  // prompt of BeginRun
   int64_t run_tokens_ = 0;     // prompt + max_new_tokens of BeginRun
   bool routed_ = false;        // the first routing step has happened
   bool over_budget_ = false;   // the last routing step could not meet the budget

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kv/grouped_attention.h"
 #include "util/error.h"
 
 namespace qevict {
@@ -16,8 +17,13 @@ void WindowMassObserver::Configure(int n_heads, int n_kv_heads, int window, int6
   last_.assign(max_slots, 0.0f);
   last_rows_.assign(static_cast<size_t>(n_kv_heads) * max_slots, 0.0f);
   rows_.clear();
-  free_rows_.clear();
-  used_rows_.clear();
+  row_used_.clear();
+}
+
+int64_t WindowMassObserver::RowOf(int i, int h) const {
+  // GroupedAttentionBlocked hands a block of kQueryBlock queries of one KV head to one item.
+  const int64_t block = n_ >= 2 * kQueryBlock ? i / kQueryBlock : i;
+  return block * n_kv_heads_ + h;
 }
 
 void WindowMassObserver::Begin(int sink_tokens, int64_t n_slots) {
@@ -32,6 +38,13 @@ void WindowMassObserver::Prepare(int n, int64_t splits, const int64_t* visible) 
   n_ = n;
   splits_ = splits;
   visible_ = visible;
+  if (splits == 1) {
+    const int64_t n_rows = RowOf(n - 1, n_kv_heads_ - 1) + 1;
+    if (static_cast<int64_t>(row_used_.size()) < n_rows) {
+      row_used_.resize(n_rows, 0);
+      rows_.resize(static_cast<size_t>(n_rows) * max_slots_, 0.0f);
+    }
+  }
   if (splits > 1) {
     int64_t max_visible = 0;
     for (int i = 0; i < n; ++i) max_visible = std::max(max_visible, visible[i]);
@@ -55,33 +68,15 @@ void WindowMassObserver::AddSlotSums(int64_t begin, int64_t end, const float* pr
   }
 }
 
-float* WindowMassObserver::BorrowRow() {
-  std::lock_guard<std::mutex> lock(rows_mutex_);
-  if (free_rows_.empty()) {
-    rows_.emplace_back(max_slots_, 0.0f);
-    free_rows_.push_back(rows_.back().data());
-  }
-  float* row = free_rows_.back();
-  free_rows_.pop_back();
-  if (std::find(used_rows_.begin(), used_rows_.end(), row) == used_rows_.end()) {
-    used_rows_.push_back(row);
-  }
-  return row;
-}
-
-void WindowMassObserver::ReturnRow(float* row) {
-  std::lock_guard<std::mutex> lock(rows_mutex_);
-  free_rows_.push_back(row);
-}
-
 void WindowMassObserver::OnItem(int64_t item, int i, int h, int64_t begin, int64_t end,
                                 const float* probs, int64_t ld, const float* sums) {
   if (splits_ == 1) {
-    float* row = BorrowRow();
+    const int64_t r = RowOf(i, h);
+    row_used_[r] = 1;  // rows are distinct per parallel item: no two threads share a byte
+    float* row = rows_.data() + r * max_slots_;
     for (int g = 0; g < group_; ++g) {
       AddSlotSums(begin, end, probs + g * ld, 1.0f / sums[g], row);
     }
-    ReturnRow(row);
     if (i == n_ - 1) {  // only this item writes head h's row of the last query
       float* last_row = last_rows_.data() + static_cast<int64_t>(h) * max_slots_;
       for (int g = 0; g < group_; ++g) {
@@ -128,13 +123,15 @@ void WindowMassObserver::OnShare(int i, int h, int64_t split, int g, float share
 
 void WindowMassObserver::Finish() {
   if (splits_ == 1) {
-    for (float* row : used_rows_) {
+    for (size_t r = 0; r < row_used_.size(); ++r) {
+      if (!row_used_[r]) continue;
+      float* row = rows_.data() + r * max_slots_;
       for (int64_t s = 0; s < n_slots_; ++s) {
         mass_[s] += row[s];
         row[s] = 0.0f;
       }
+      row_used_[r] = 0;
     }
-    used_rows_.clear();
     for (int h = 0; h < n_kv_heads_; ++h) {
       float* row = last_rows_.data() + static_cast<int64_t>(h) * max_slots_;
       for (int64_t s = 0; s < n_slots_; ++s) {

@@ -6,13 +6,14 @@
 //
 // Two ways to combine partial softmaxes without races or atomics:
 //   splits == 1 (prefill, many items): each item normalizes by its own sum (which is the total)
-//     and adds into a row borrowed from a small set of per-thread rows, reduced at the end;
+//     and adds into the row of its (query block, KV head) — items sharing a row run one after
+//     another in the same parallel item — and Finish() adds the rows in row order, so the sums
+//     do not depend on how threads were scheduled (runs and forked caches reproduce exactly);
 //   splits > 1 (decoding): each item stores its per-slot sums, normalized by its own sum, in its
 //     own slice; OnShare (serial) scales them by the split's share of the total.
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 namespace qevict {
@@ -39,8 +40,8 @@ class WindowMassObserver {
   int64_t SlotOf(int64_t r) const { return r < sink_tokens_ ? 0 : 1 + (r - sink_tokens_) / window_; }
   // Adds scale * (sum of probs per slot) for keys [begin, end) into dst[slot].
   void AddSlotSums(int64_t begin, int64_t end, const float* probs, float scale, float* dst) const;
-  float* BorrowRow();
-  void ReturnRow(float* row);
+  // Row of query i, KV head h (splits == 1): one per parallel item of the attention pass.
+  int64_t RowOf(int i, int h) const;
 
   int n_heads_ = 0, n_kv_heads_ = 0, group_ = 0, window_ = 1;
   int64_t max_slots_ = 0;
@@ -56,10 +57,8 @@ class WindowMassObserver {
   std::vector<float> item_sums_;  // [items][group][item_stride_], splits > 1
   int64_t item_stride_ = 0;
 
-  std::mutex rows_mutex_;
-  std::vector<std::vector<float>> rows_;  // per-thread rows [max_slots], splits == 1
-  std::vector<float*> free_rows_;
-  std::vector<float*> used_rows_;
+  std::vector<float> rows_;       // [n_rows][max_slots], splits == 1; zero between calls
+  std::vector<uint8_t> row_used_;  // [n_rows]
 };
 
 }  // namespace qevict

@@ -84,6 +84,7 @@ using T = Tier;
 
 TEST(QevictPolicy, QuantizedWindowThatOvertakesAnFp16WindowIsPromoted) {
   SyntheticContext sc;
+  sc.config.query_aware = false;  // the cache's score alone (the paper's ranking)
   // Budget 2000: fp16 share 1000 = one window; quantized tier the other 1000 = three windows.
   sc.layers = {Layer({T::kFp16, T::kQuant, T::kQuant, T::kQuant}, {5.0f, 1.0f, 2.0f, 3.0f}, 2000)};
   EXPECT_EQ(RouteWith("qevict", sc), (std::vector<Tier>{T::kFp16, T::kQuant, T::kQuant, T::kQuant}));
@@ -94,6 +95,7 @@ TEST(QevictPolicy, QuantizedWindowThatOvertakesAnFp16WindowIsPromoted) {
 
 TEST(QevictPolicy, HysteresisNeedsAMargin) {
   SyntheticContext sc;
+  sc.config.query_aware = false;  // the cache's score alone (the paper's ranking)
   sc.config.hysteresis = 0.5;
   sc.layers = {Layer({T::kFp16, T::kQuant, T::kQuant, T::kQuant}, {5.0f, 1.0f, 7.0f, 3.0f}, 2000)};
   EXPECT_EQ(RouteWith("qevict", sc)[2], T::kQuant);  // 7 < 5 * 1.5
@@ -103,10 +105,32 @@ TEST(QevictPolicy, HysteresisNeedsAMargin) {
 
 TEST(QevictPolicy, EvictsTheLowestWhenBothTiersAreFull) {
   SyntheticContext sc;
+  sc.config.query_aware = false;  // the cache's score alone (the paper's ranking)
   sc.layers = {Layer(std::vector<Tier>(6, T::kFp16), {6, 5, 4, 3, 2, 1}, 1600)};
   // fp16 share 800: none fits; quantized tier 1600: five windows; window 5 evicted.
   EXPECT_EQ(RouteWith("qevict", sc), (std::vector<Tier>{T::kQuant, T::kQuant, T::kQuant, T::kQuant,
                                                         T::kQuant, T::kEvicted}));
+}
+
+TEST(QevictPolicy, QueryAwareRanksByTheQuestionThenByDecodeMass) {
+  SyntheticContext sc;
+  sc.config.query_kernel = 1;  // no pooling: each window scores its own tokens
+  // Four windows of two tokens, no sinks; the question attends window 2 only.
+  sc.layers = {Layer(std::vector<Tier>(4, T::kFp16), {9.0f, 1.0f, 1.0f, 1.0f}, 2000)};
+  sc.layers[0].observation = {0, 0, 0, 0, 0, 0.9f, 0, 0};
+  sc.layers[0].offsets = {0, 2, 4, 6};
+  sc.config.policy = "qevict";
+  std::unique_ptr<Policy> policy = MakePolicy(sc.config);
+  // Window 0's large cumulative score (prefill attention) does not count: the question does.
+  EXPECT_EQ(RouteWith("qevict", sc, BatchKind::kPromptEnd, policy.get()),
+            (std::vector<Tier>{T::kQuant, T::kQuant, T::kFp16, T::kQuant}));
+  for (BandWindow& w : sc.layers[0].windows) w.tier = w.index == 2 ? T::kFp16 : T::kQuant;
+  sc.layers[0].observation.clear();
+  sc.layers[0].offsets.clear();
+  // Decoding: window 1 receives more attention mass than the question gave window 2.
+  sc.layers[0].windows[1].score += 2.0f;
+  EXPECT_EQ(RouteWith("qevict", sc, BatchKind::kGenerated, policy.get()),
+            (std::vector<Tier>{T::kQuant, T::kFp16, T::kQuant, T::kQuant}));
 }
 
 TEST(MikvPolicy, NeverPromotesAndEvictsOnlyWhenTheQuantizedTierIsFull) {

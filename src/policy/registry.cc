@@ -61,4 +61,28 @@ std::unique_ptr<KvCache> CreateKvCache(const KvConfig& config, const KvGeometry&
   return std::make_unique<TieredCache>(config, geometry, rope, MakePolicy(config));
 }
 
+std::unique_ptr<TieredCache> CreatePrefixCache(const KvConfig& config, const KvGeometry& geometry,
+                                               const Rope& rope) {
+  config.Validate();
+  auto cache = std::make_unique<TieredCache>(config, geometry, rope, MakeKeepAllPolicy());
+  cache->KeepStatisticsForForks();
+  return cache;
+}
+
+std::unique_ptr<KvCache> ForkKvCache(const TieredCache& prefix, const KvConfig& config,
+                                     const Rope& rope, ThreadPool& pool) {
+  config.Validate();
+  if (config.policy == "full") return prefix.ForkFull(rope);
+  return prefix.Fork(config, MakePolicy(config), rope, pool);
+}
+
+std::unique_ptr<TieredCache> ForkShadowCache(const TieredCache& prefix, const Rope& rope,
+                                             ThreadPool& pool) {
+  KvConfig config = prefix.config();
+  config.budget = 1.0;
+  config.budget_bytes = -1;
+  config.recovery = RecoveryFidelity::kPaper;
+  return prefix.Fork(config, MakeKeepAllPolicy(), rope, pool, /*keep_statistics=*/true);
+}
+
 }  // namespace qevict

@@ -10,6 +10,7 @@
 #include "kv/kv_cache.h"
 #include "kv/kv_config.h"
 #include "kv/routing.h"
+#include "kv/tiered_cache.h"
 
 namespace qevict {
 
@@ -30,5 +31,18 @@ std::unique_ptr<Policy> MakePolicy(const KvConfig& config);
 // rope must outlive the cache.
 std::unique_ptr<KvCache> CreateKvCache(const KvConfig& config, const KvGeometry& geometry,
                                        const Rope& rope);
+
+// One prefill, every policy (the evaluator): a prefix cache reads the prompt once, keeping every
+// statistic the policies route on; ForkKvCache then gives the cache a policy and budget would
+// have after reading that prompt itself (bit-identical: tests/fork_test.cc), and ForkShadowCache
+// a never-routing fp16 copy whose View() reports the full cache's attention per window.
+// config supplies the geometry (window, sinks, recent, bits, ...); its policy and budget are
+// ignored.
+std::unique_ptr<TieredCache> CreatePrefixCache(const KvConfig& config, const KvGeometry& geometry,
+                                               const Rope& rope);
+std::unique_ptr<KvCache> ForkKvCache(const TieredCache& prefix, const KvConfig& config,
+                                     const Rope& rope, ThreadPool& pool);
+std::unique_ptr<TieredCache> ForkShadowCache(const TieredCache& prefix, const Rope& rope,
+                                             ThreadPool& pool);
 
 }  // namespace qevict

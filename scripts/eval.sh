@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make eval`: the default evaluation grid on the reference model (about 45 minutes on 2 cores),
+# then docs/results.md and its pictures regenerated from the rows. Every number in
+# docs/results.md comes from these commands; rerunning them with the same seed on the same
+# machine gives the same numbers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-build/qevict}
+MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
+OUT=${OUT:-eval-out}
+THREADS=${THREADS:-$(nproc)}
+SEED=${SEED:-1}
+run() {  # run NAME ARGS...: one qevict eval into $OUT/NAME
+  local name=$1
+  shift
+  echo "== qevict eval: $name"
+  "$BIN" eval -m "$MODEL" --threads "$THREADS" --seed "$SEED" --out "$OUT/$name" "$@"
+}
+# Needles: the length x depth heatmaps, and the single-needle variants.
+run needles --tasks niah --lengths 1024,2048,4096 --depths 0.1,0.5,0.9 --budgets 0.05,0.1,0.2,0.5
+run retrieval --tasks passkey,multikey,vt --lengths 4096 --depths 0.5 --budgets 0.05,0.1,0.2,0.5
+# Drift: questions about different needles in one session, with the full-cache shadow (missed
+# attention mass, FMM).
+run drift --tasks drift --lengths 2048,4096 --samples 2 --budgets 0.05,0.1,0.2,0.5 --shadow
+# The cache filling during a long generation, and teacher-forced perplexity / KL.
+run longgen --tasks longgen --budgets 0.1,0.2,0.5
+run ppl --tasks ppl --lengths 4096 --budgets 0.05,0.1,0.2,0.5
+# Ablations of QEvict's own choices from one prefill per instance: the question-pooling kernel,
+# query-aware ranking off (the paper's cumulative score), exact recovery; then the quantized
+# tier at 4 bits for every policy that quantizes.
+ABLATION=(--tasks drift,niah --lengths 4096 --depths 0.25,0.75 --budgets 0.05,0.1)
+run ablation "${ABLATION[@]}" --tag ablation \
+  --policies qevict,qevict:query_kernel=7,qevict:query_kernel=15,qevict:query_aware=false,qevict:recovery=exact:route_every=2,snapkv:snapkv_kernel=31
+run bits4 "${ABLATION[@]}" --tag bits4 --kv-bits 4 --policies qevict,mikv,kivi
+.venv/bin/python scripts/render_results.py --out docs/results.md --images docs/results \
+  "$OUT/needles" "$OUT/retrieval" "$OUT/drift" "$OUT/longgen" "$OUT/ppl" "$OUT/ablation" "$OUT/bits4"
+echo "docs/results.md regenerated"

@@ -1,0 +1,189 @@
+#include "eval/eval_run.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "eval/eval_report.h"
+#include "eval/policy_variant.h"
+#include "eval/progress_bar.h"
+#include "eval/task_file.h"
+#include "util/error.h"
+
+namespace qevict {
+namespace {
+
+using nlohmann::json;
+
+bool IsQuestionTask(const std::string& name) { return name != "longgen" && name != "ppl"; }
+
+// Generated tasks: question tasks get length - reserve tokens of context, so that a --lengths
+// value is the whole prompt; their target_tokens still names the requested length.
+std::vector<EvalTask> Generate(const EvalOptions& o, const LoadedModel& model) {
+  const TokenCounter count = [&](std::string_view text) {
+    return static_cast<int64_t>(model.tokenizer->Encode(text, false, false).size());
+  };
+  std::vector<EvalTask> tasks;
+  for (const std::string& name : o.grid.tasks) {
+    TaskGrid grid = o.grid;
+    grid.tasks = {name};
+    const int64_t reserve = IsQuestionTask(name) ? o.question_reserve : 0;
+    for (int64_t& length : grid.lengths) length -= reserve;
+    for (EvalTask& t : GenerateTasks(grid, count)) {
+      if (t.target_tokens > 0 && reserve > 0) {
+        const std::string from = "-L" + std::to_string(t.target_tokens) + "-";
+        t.target_tokens += reserve;
+        const size_t at = t.id.find(from);
+        if (at != std::string::npos) {
+          t.id.replace(at, from.size(), "-L" + std::to_string(t.target_tokens) + "-");
+        }
+      }
+      tasks.push_back(std::move(t));
+    }
+  }
+  return tasks;
+}
+
+std::string IsoNow() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
+
+}  // namespace
+
+int RunEval(const EvalOptions& o) {
+  if (o.settings.budgets.empty()) throw Error("--budgets: give at least one budget");
+  for (double b : o.settings.budgets) {
+    if (!(b > 0.0 && b <= 1.0)) throw Error("--budgets: " + std::to_string(b) + " is outside (0, 1]");
+  }
+  for (const std::string& p : o.settings.policies) {
+    ApplyPolicyVariant(o.settings.kv, p);  // names an unknown policy or option
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string started = IsoNow();
+  LoadedModel model = LoadedModel::Load(o.model_path);
+
+  std::vector<EvalTask> tasks;
+  int file_errors = 0;
+  if (!o.tasks_file.empty()) {
+    TaskFileResult parsed = ReadTaskFile(o.tasks_file);
+    for (const TaskFileError& e : parsed.errors) {
+      std::fprintf(stderr, "qevict: %s:%lld: %s (line skipped)\n", o.tasks_file.c_str(),
+                   static_cast<long long>(e.line), e.message.c_str());
+    }
+    file_errors = static_cast<int>(parsed.errors.size());
+    tasks = std::move(parsed.tasks);
+    if (tasks.empty()) throw Error("no valid task in '" + o.tasks_file + "'");
+  } else {
+    tasks = Generate(o, model);
+  }
+
+  // Instances that cannot fit the model's context are reported and skipped.
+  const int64_t context = model.model->config().context_length;
+  std::vector<EvalTask> runnable;
+  std::vector<int64_t> sizes;
+  json skipped = json::array();
+  for (EvalTask& t : tasks) {
+    const int64_t need = InstanceTokens(model, t);
+    if (need > context) {
+      const std::string why = "needs " + std::to_string(need) + " tokens, more than the context of " +
+                              std::to_string(context);
+      std::fprintf(stderr, "qevict: skipping task %s: %s\n", t.id.c_str(), why.c_str());
+      skipped.push_back({{"id", t.id}, {"reason", why}});
+      continue;
+    }
+    sizes.push_back(need);
+    runnable.push_back(std::move(t));
+  }
+
+  EvalSettings settings = o.settings;
+  int64_t rows_per_instance = 1;
+  for (const std::string& p : settings.policies) {
+    if (p != "full") rows_per_instance += static_cast<int64_t>(settings.budgets.size());
+  }
+  // Work estimate for the ETA: a prompt token costs about 1, a decoded token 6 (12 with a shadow).
+  const double decode_weight = settings.shadow ? 12.0 : 6.0;
+  double total_work = 0.0;
+  std::vector<double> prefill_work, row_work;
+  for (size_t i = 0; i < runnable.size(); ++i) {
+    const double n = static_cast<double>(sizes[i]);
+    const double prefill = n * (1.0 + n / 4096.0);  // attention grows with the prompt
+    const double decode = runnable[i].kind == TaskKind::kPerplexity
+                              ? static_cast<double>(runnable[i].scored_text.size()) / 4.0
+                              : static_cast<double>(runnable[i].max_new_tokens) *
+                                    std::max<size_t>(1, runnable[i].turns.size());
+    prefill_work.push_back(prefill);
+    row_work.push_back(decode * decode_weight * (1.0 + n / 8192.0));
+    total_work += prefill + row_work.back() * static_cast<double>(rows_per_instance);
+  }
+
+  std::filesystem::create_directories(o.out_dir);
+  const std::string rows_path = o.out_dir + "/rows.jsonl";
+  std::ofstream rows_out(rows_path, std::ios::trunc);
+  if (!rows_out) throw Error("cannot write '" + rows_path + "'");
+  std::fprintf(stderr, "qevict eval: %zu task instances x %lld rows each -> %s\n",
+               runnable.size(), static_cast<long long>(rows_per_instance), o.out_dir.c_str());
+
+  ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::HardwareThreads());
+  ProgressBar progress(total_work, o.progress);
+  std::vector<json> rows;
+  json failed = json::array();
+  for (size_t i = 0; i < runnable.size(); ++i) {
+    const EvalTask& task = runnable[i];
+    progress.Advance(0.0, task.id + " (prefill)");
+    bool first_row = true;
+    try {
+      RunInstance(model, pool, settings, task, [&](json row) {
+        rows_out << row.dump() << '\n';
+        rows_out.flush();
+        progress.Advance(row_work[i] + (first_row ? prefill_work[i] : 0.0),
+                         task.id + " " + row["policy"].get<std::string>());
+        first_row = false;
+        rows.push_back(std::move(row));
+      });
+    } catch (const Error& e) {
+      std::fprintf(stderr, "\nqevict: task %s failed: %s\n", task.id.c_str(), e.what());
+      failed.push_back({{"id", task.id}, {"error", e.what()}});
+    }
+  }
+  progress.Finish();
+  if (!rows_out) throw Error("writing '" + rows_path + "' failed");
+
+  const json groups = SummaryGroups(rows);
+  json summary = {{"command", o.command_line},
+                  {"model", o.model_path},
+                  {"started", started},
+                  {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
+                  {"threads", pool.size()},
+                  {"seed", o.grid.seed},
+                  {"tasks_file", o.tasks_file},
+                  {"tasks", o.tasks_file.empty() ? json(o.grid.tasks) : json::array({"file"})},
+                  {"lengths", o.grid.lengths},
+                  {"depths", o.grid.depths},
+                  {"samples", o.grid.samples},
+                  {"policies", settings.policies},
+                  {"budgets", settings.budgets},
+                  {"shadow", settings.shadow},
+                  {"tag", settings.tag},
+                  {"instances", runnable.size()},
+                  {"rows", rows.size()},
+                  {"task_file_errors", file_errors},
+                  {"skipped", skipped},
+                  {"failed", failed},
+                  {"groups", groups}};
+  std::ofstream(o.out_dir + "/summary.json", std::ios::trunc) << summary.dump(1) << '\n';
+  const std::string table = MarkdownTable(groups);
+  std::ofstream(o.out_dir + "/table.md", std::ios::trunc)
+      << "<!-- " << o.command_line << " -->\n\n" << table;
+  std::printf("%s", table.c_str());
+  std::printf("rows: %s  summary: %s/summary.json  table: %s/table.md\n"
+              "pictures: .venv/bin/python scripts/plot_eval.py %s\n",
+              rows_path.c_str(), o.out_dir.c_str(), o.out_dir.c_str(), o.out_dir.c_str());
+  return failed.empty() ? 0 : 1;
+}
+
+}  // namespace qevict

@@ -1,0 +1,37 @@
+// `qevict eval`: generated tasks (eval/task_generators.h) or a user task file
+// (eval/task_file.h), every policy at every budget on the same engine (eval/instance_runner.h),
+// written to an output directory as it goes:
+//   rows.jsonl    one row per (task instance × policy × budget), flushed after each row
+//   summary.json  the command, the grid, and means per (task, policy, budget)
+//   table.md      policies × budgets per task (also printed)
+// Pictures and docs/results.md are rendered from these by scripts/plot_eval.py and
+// scripts/render_results.py.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eval/instance_runner.h"
+#include "eval/task_generators.h"
+
+namespace qevict {
+
+struct EvalOptions {
+  std::string model_path;
+  std::string tasks_file;    // non-empty: run these user tasks instead of generated ones
+  TaskGrid grid;             // generated tasks
+  EvalSettings settings;
+  int threads = 0;           // 0: every core
+  std::string out_dir = "eval-out";
+  std::string command_line;  // recorded in summary.json
+  bool progress = true;
+  // Tokens kept free for the question, the template and the answer when a question task is
+  // generated for a --lengths value: its context is filled to length - reserve.
+  int64_t question_reserve = 128;
+};
+
+// Runs the evaluation; returns the process exit code. Throws qevict::Error for bad options.
+int RunEval(const EvalOptions& options);
+
+}  // namespace qevict

@@ -1,0 +1,296 @@
+#include "eval/instance_runner.h"
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include "engine/kv_stats_json.h"
+#include "engine/sampler.h"
+#include "engine/session.h"
+#include "eval/answer_match.h"
+#include "eval/attention_miss.h"
+#include "eval/chat_turns.h"
+#include "eval/policy_variant.h"
+#include "eval/seq_metrics.h"
+#include "policy/registry.h"
+#include "util/error.h"
+
+namespace qevict {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+const char* KindName(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::kQuestions: return "questions";
+    case TaskKind::kLongGen: return "longgen";
+    default: return "ppl";
+  }
+}
+
+// Tokens after the first prompt: later turns' prompts and every generated / scored token.
+int64_t ExtraTokens(const EvalTask& task, const TurnTokens& turns) {
+  if (task.kind == TaskKind::kPerplexity) return static_cast<int64_t>(turns.scored.size());
+  if (task.kind == TaskKind::kLongGen) return task.max_new_tokens;
+  int64_t extra = static_cast<int64_t>(task.turns.size()) * task.max_new_tokens;
+  for (const auto& later : turns.later) extra += static_cast<int64_t>(later.size());
+  return extra;
+}
+
+// What one run produced: per-turn tokens, or per-position log-probabilities.
+struct RunOutput {
+  std::vector<std::vector<int32_t>> turn_tokens;  // questions / longgen (one "turn")
+  std::vector<std::vector<float>> log_probs;      // ppl, kept for the full reference only
+  double nll = 0.0, kl = 0.0, top1 = 0.0;         // ppl
+  std::vector<int32_t> argmax;                    // ppl: the most likely token per position
+  KvStats stats;
+  SessionTimings timings;
+  std::optional<AttentionMissTracker> miss;
+};
+
+// A policy's session and, with a shadow, the fp16 twin fed the same tokens.
+class Runner {
+ public:
+  Runner(Session& session, Session* shadow, int horizon) : session_(session), shadow_(shadow) {
+    if (shadow_ != nullptr && tiered() != nullptr) {
+      miss_.emplace(horizon);
+      miss_->AfterBatch(*tiered());  // the first routing step happened at the fork
+    }
+  }
+
+  std::span<const float> Prompt(std::span<const int32_t> tokens) {
+    std::span<const float> logits = session_.Prefill(tokens);
+    if (shadow_ != nullptr) shadow_->Prefill(tokens);
+    if (miss_) miss_->AfterBatch(*tiered());
+    return logits;
+  }
+
+  std::span<const float> Step(int32_t token) {
+    if (miss_) miss_->BeforeStep(*tiered());
+    std::span<const float> logits = session_.Decode(token);
+    if (shadow_ != nullptr) {
+      shadow_->Decode(token);
+      if (miss_) {
+        miss_->AfterStep(dynamic_cast<const TieredCache&>(shadow_->cache()));
+        miss_->AfterBatch(*tiered());
+      }
+    }
+    return logits;
+  }
+
+  std::optional<AttentionMissTracker>& miss() { return miss_; }
+
+ private:
+  const TieredCache* tiered() const { return dynamic_cast<const TieredCache*>(&session_.cache()); }
+
+  Session& session_;
+  Session* shadow_;
+  std::optional<AttentionMissTracker> miss_;
+};
+
+// Greedy generation until end of generation or max_new tokens; every kept token is decoded so
+// the next turn follows it. Returns the generated tokens.
+std::vector<int32_t> Greedy(Runner& runner, const Tokenizer& tokenizer,
+                            std::span<const float>& logits, int max_new) {
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < max_new; ++i) {
+    const int32_t token = Sampler::Argmax(logits);
+    if (tokenizer.IsEndOfGeneration(token)) break;
+    tokens.push_back(token);
+    logits = runner.Step(token);
+  }
+  return tokens;
+}
+
+RunOutput RunOne(const LoadedModel& model, Session& session, Session* shadow,
+                 const EvalSettings& settings, const EvalTask& task, const TurnTokens& turns,
+                 std::span<const float> prefix_logits, const RunOutput* reference) {
+  RunOutput out;
+  Runner runner(session, shadow, settings.fmm_horizon);
+  std::span<const float> logits = prefix_logits;
+  if (task.kind == TaskKind::kPerplexity) {
+    const size_t n = turns.scored.size();
+    int top1_same = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const std::vector<double> lp = LogSoftmax(logits);
+      out.nll -= lp[turns.scored[i]];
+      const int32_t best = Sampler::Argmax(logits);
+      out.argmax.push_back(best);
+      if (reference != nullptr) {
+        const std::vector<float>& ref = reference->log_probs[i];
+        std::vector<double> ref_lp(ref.begin(), ref.end());
+        out.kl += KlDivergence(ref_lp, lp);
+        top1_same += reference->argmax[i] == best;
+      } else {
+        out.log_probs.emplace_back(lp.begin(), lp.end());
+        top1_same += 1;
+      }
+      if (i + 1 < n) logits = runner.Step(turns.scored[i]);
+    }
+    out.nll /= static_cast<double>(n);
+    out.kl /= static_cast<double>(n);
+    out.top1 = static_cast<double>(top1_same) / static_cast<double>(n);
+  } else if (task.kind == TaskKind::kLongGen) {
+    out.turn_tokens.push_back(Greedy(runner, *model.tokenizer, logits, task.max_new_tokens));
+  } else {
+    for (size_t t = 0; t < task.turns.size(); ++t) {
+      if (t > 0) logits = runner.Prompt(turns.later[t - 1]);
+      out.turn_tokens.push_back(Greedy(runner, *model.tokenizer, logits, task.max_new_tokens));
+    }
+  }
+  out.stats = session.cache().Stats();
+  out.timings = session.timings();
+  out.miss = std::move(runner.miss());
+  return out;
+}
+
+json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns,
+         const std::string& policy, double budget, const RunOutput& run, const RunOutput* full,
+         double prefill_seconds, double wall_seconds, bool shadow) {
+  json row;
+  row["task"] = task.task;
+  row["id"] = task.id;
+  row["kind"] = KindName(task.kind);
+  row["policy"] = policy;
+  row["budget"] = budget;
+  row["target_tokens"] = task.target_tokens;
+  row["depth"] = task.depth >= 0.0 ? json(task.depth) : json(nullptr);
+  row["prompt_tokens"] = turns.first.size();
+  row["total_tokens"] = run.stats.tokens_seen;
+  const RunOutput& ref = full != nullptr ? *full : run;
+
+  json turn_rows = json::array();
+  double accuracy = 0.0;
+  json agreement = nullptr, edit = nullptr;
+  if (task.kind == TaskKind::kPerplexity) {
+    accuracy = run.top1;
+    const double ppl = std::exp(run.nll);
+    row["nll"] = run.nll;
+    row["ppl"] = ppl;
+    row["delta_ppl"] = ppl - std::exp(ref.nll);
+    row["kl"] = run.kl;
+    row["top1_agreement"] = run.top1;
+  } else {
+    std::vector<int32_t> all, ref_all;
+    for (const auto& t : run.turn_tokens) all.insert(all.end(), t.begin(), t.end());
+    for (const auto& t : ref.turn_tokens) ref_all.insert(ref_all.end(), t.begin(), t.end());
+    agreement = TokenAgreement(all, ref_all);
+    edit = EditSimilarity(all, ref_all);
+    if (task.kind == TaskKind::kLongGen) {
+      accuracy = edit.get<double>();
+    } else {
+      int correct = 0;
+      for (size_t t = 0; t < task.turns.size(); ++t) {
+        const std::string text = model.tokenizer->Decode(run.turn_tokens[t]);
+        const bool ok = TurnCorrect(text, task.turns[t]);
+        correct += ok;
+        turn_rows.push_back({{"question", task.turns[t].question}, {"output", text},
+                             {"correct", ok}});
+      }
+      accuracy = static_cast<double>(correct) / static_cast<double>(task.turns.size());
+    }
+    for (const char* key : {"nll", "ppl", "delta_ppl", "kl", "top1_agreement"}) row[key] = nullptr;
+  }
+  if (task.kind == TaskKind::kLongGen) {
+    turn_rows.push_back({{"question", ""}, {"output", model.tokenizer->Decode(run.turn_tokens[0])},
+                         {"correct", nullptr}});
+  }
+  row["accuracy"] = accuracy;
+  row["turns"] = turn_rows;
+  row["agreement"] = agreement;
+  row["edit_similarity"] = edit;
+  row["infeasible"] = run.stats.infeasible;
+  row["note"] = run.stats.note;
+  row["kv"] = KvStatsToJson(run.stats);
+  if (shadow) {
+    if (run.miss) {
+      row["missed_mass"] = run.miss->mean_missed();
+      const double fmm = run.miss->mean_fmm();
+      row["fmm"] = fmm >= 0.0 ? json(fmm) : json(nullptr);
+      row["missed_mass_steps"] = run.miss->missed_per_step();
+    } else {  // the full cache misses nothing
+      row["missed_mass"] = 0.0;
+      row["fmm"] = 0.0;
+      row["missed_mass_steps"] = json::array();
+    }
+  } else {
+    row["missed_mass"] = nullptr;
+    row["fmm"] = nullptr;
+  }
+  row["prefill_tok_s"] = prefill_seconds > 0 ? turns.first.size() / prefill_seconds : 0.0;
+  row["prefill_s"] = prefill_seconds;
+  const SessionTimings& t = run.timings;
+  row["generated_tokens"] = t.generated_tokens;
+  row["decode_tok_s"] = t.generate_seconds > 0 ? t.generated_tokens / t.generate_seconds : 0.0;
+  row["wall_s"] = wall_seconds;
+  return row;
+}
+
+}  // namespace
+
+int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task) {
+  const TurnTokens turns = BuildTurnTokens(model, task);
+  return static_cast<int64_t>(turns.first.size()) + ExtraTokens(task, turns);
+}
+
+void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings& settings,
+                 const EvalTask& task, const std::function<void(json)>& on_row) {
+  const TurnTokens turns = BuildTurnTokens(model, task);
+  const int64_t extra = ExtraTokens(task, turns);
+  const int64_t prompt = static_cast<int64_t>(turns.first.size());
+  const int64_t context = model.model->config().context_length;
+  if (prompt + extra > context) {
+    throw Error("task " + task.id + " needs " + std::to_string(prompt + extra) +
+                " tokens, more than the model's context of " + std::to_string(context));
+  }
+  SessionOptions options;
+  options.n_ctx = prompt + extra;
+  options.prefill_chunk = settings.prefill_chunk;
+
+  // One prefill for every row.
+  const auto t0 = Clock::now();
+  Session prefix(*model.model, pool, options, [&](const KvGeometry& g, const Rope& r) {
+    return std::unique_ptr<KvCache>(CreatePrefixCache(settings.kv, g, r));
+  });
+  prefix.BeginRun(prompt, extra);
+  const std::span<const float> first = prefix.Prefill(turns.first);
+  const std::vector<float> prefix_logits(first.begin(), first.end());
+  const double prefill_seconds = Since(t0);
+  const auto& prefix_cache = dynamic_cast<const TieredCache&>(prefix.cache());
+
+  auto run = [&](const std::string& policy, double budget, const RunOutput* reference) {
+    const auto start = Clock::now();
+    KvConfig config = ApplyPolicyVariant(settings.kv, policy);
+    config.budget = policy == "full" ? 1.0 : budget;
+    config.budget_bytes = -1;
+    Session session(prefix, [&](const KvCache&, const Rope& r) {
+      return ForkKvCache(prefix_cache, config, r, pool);
+    });
+    std::optional<Session> shadow;
+    if (settings.shadow && policy != "full") {
+      shadow.emplace(prefix, [&](const KvCache&, const Rope& r) {
+        return std::unique_ptr<KvCache>(ForkShadowCache(prefix_cache, r, pool));
+      });
+    }
+    RunOutput out = RunOne(model, session, shadow ? &*shadow : nullptr, settings, task, turns,
+                           prefix_logits, reference);
+    const std::string name = settings.tag.empty() ? policy : policy + "[" + settings.tag + "]";
+    on_row(Row(model, task, turns, name, config.budget, out, reference, prefill_seconds,
+               Since(start), settings.shadow));
+    return out;
+  };
+
+  const RunOutput full = run("full", 1.0, nullptr);
+  for (const std::string& policy : settings.policies) {
+    if (policy == "full") continue;
+    for (double budget : settings.budgets) run(policy, budget, &full);
+  }
+}
+
+}  // namespace qevict

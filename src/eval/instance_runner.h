@@ -1,0 +1,44 @@
+// Runs one task instance for every policy and budget: the prompt is prefilled once into a prefix
+// cache (policy/registry.h, CreatePrefixCache) and each (policy, budget) continues from a fork
+// of it, so all rows of an instance share the same prompt computation bit for bit. The full
+// cache runs first; its outputs are the reference for agreement, edit similarity and KL. With
+// a shadow, every compressed run is mirrored by a never-routing fp16 fork fed the same tokens,
+// which measures missed attention mass and FMM (eval/attention_miss.h).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/loaded_model.h"
+#include "eval/task.h"
+#include "kv/kv_config.h"
+#include "util/thread_pool.h"
+
+namespace qevict {
+
+struct EvalSettings {
+  std::vector<std::string> policies;  // "full" is always run (first) as the reference
+  std::vector<double> budgets;        // fractions of the run's fp16 cache (docs/qevict-spec.md)
+  KvConfig kv;                        // geometry and policy parameters shared by every row
+  bool shadow = false;                // missed attention mass and FMM against a shadow
+  int fmm_horizon = 32;               // H: decode steps after a routing step counted by FMM
+  int prefill_chunk = 256;
+  // Appended to every row's policy name as "name[tag]" (ablation runs whose rows are merged
+  // with a main run's, e.g. a run with --kv-bits 4); "" for none.
+  std::string tag;
+};
+
+// Tokens an instance needs in its session (prompt + every later turn + generations): what the
+// model's context must hold. Throws qevict::Error for a task that cannot be run.
+int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task);
+
+// Runs every row of the instance and hands each to on_row as soon as it is done. Rows follow
+// the schema of docs/evaluation.md (see eval/eval_run.cc for the key list). Throws
+// qevict::Error when the instance does not fit the model's context.
+void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings& settings,
+                 const EvalTask& task, const std::function<void(nlohmann::json)>& on_row);
+
+}  // namespace qevict

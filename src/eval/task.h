@@ -1,0 +1,47 @@
+// One evaluation task instance: a long context, the questions asked about it (in one session),
+// or a long generation / a teacher-forced text. Generated tasks (eval/task_generators.h) and
+// user task files (eval/task_file.h) both produce these; the runner (eval/runner.h) turns them
+// into prompts, runs every policy at every budget and scores the answers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qevict {
+
+enum class TaskKind {
+  kQuestions,   // context, then turns of question -> generated answer, scored against answers
+  kLongGen,     // a short prompt and a long generation, scored against the full cache's output
+  kPerplexity,  // context, then scored_text teacher-forced: NLL and KL to the full cache
+};
+
+struct EvalTurn {
+  std::string question;
+  // Accepted answers: the turn is correct when any of them appears in the generated text
+  // (case-insensitive, whitespace normalized), or, with require_all, when all of them do.
+  std::vector<std::string> answers;
+  bool require_all = false;
+};
+
+struct EvalTask {
+  std::string task;  // generator name ("niah", ...) or "file" for --tasks
+  std::string id;    // unique within a run
+  TaskKind kind = TaskKind::kQuestions;
+  // kQuestions: the text before the first question (the first user message is context, a blank
+  // line, then turns[0].question). kLongGen: the whole prompt. kPerplexity: the conditioning
+  // prefix fed as the prompt.
+  std::string context;
+  std::vector<EvalTurn> turns;  // kQuestions: at least one
+  std::string scored_text;      // kPerplexity: the continuation that is teacher-forced and scored
+  int max_new_tokens = 32;      // per turn (kLongGen: the length of the generation)
+  int64_t target_tokens = 0;    // requested context length in tokens (0: not applicable)
+  double depth = -1.0;          // needle depth in [0, 1] (-1: not applicable)
+};
+
+// Token count of a text as the evaluated model's tokenizer sees it (no BOS, no template).
+using TokenCounter = std::function<int64_t(std::string_view text)>;
+
+}  // namespace qevict

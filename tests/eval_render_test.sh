@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# scripts/plot_eval.py and scripts/render_results.py on a small synthetic `qevict eval` output:
+# 2 tasks (niah, ppl), 3 policies (full, snapkv, qevict), 2 budgets, one infeasible row,
+# missed_mass_steps in some rows. Checks the pictures and docs-style page appear, the page has
+# its Goals with MET / MISSED verdicts, and a second render gives the same bytes.
+# Exit 77 (skipped) without .venv/bin/python or matplotlib in it (scripts/setup.sh venv).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=$ROOT/.venv/bin/python
+if [ ! -x "$PY" ] || ! "$PY" -c "import matplotlib" 2>/dev/null; then
+  echo "SKIP: needs .venv/bin/python with matplotlib (scripts/setup.sh venv)"
+  exit 77
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+export MPLCONFIGDIR=$TMP/mpl
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+"$PY" - "$TMP/run" <<'PYEOF' || { echo "FAIL: could not write the synthetic rows"; exit 1; }
+import json, os, sys
+out = sys.argv[1]
+os.makedirs(out)
+skill = {"full": 1.0, "snapkv": 0.3, "qevict": 0.8}
+rows = []
+
+def row(task, iid, kind, policy, budget, length, depth):
+    full_bytes = length * 23040
+    bb = full_bytes * budget
+    return {"task": task, "id": iid, "kind": kind, "policy": policy, "budget": budget,
+            "target_tokens": length, "depth": depth, "prompt_tokens": length - 5,
+            "total_tokens": length + 16, "accuracy": 0.0, "turns": [], "agreement": None,
+            "edit_similarity": None, "nll": None, "ppl": None, "delta_ppl": None, "kl": None,
+            "top1_agreement": None, "infeasible": False, "note": "",
+            "kv": {"budget_bytes": bb, "peak_bytes": full_bytes if policy == "full" else bb,
+                   "mean_resident_bytes": bb * 0.9, "peak_fp16_bytes": bb / 2,
+                   "peak_quant_bytes": bb / 2, "mean_fp16_bytes": bb / 2.2,
+                   "mean_quant_bytes": bb / 2.2, "prefill_peak_bytes": full_bytes,
+                   "full_fp16_bytes": full_bytes,
+                   "promotions": 3 if policy == "qevict" else 0, "demotions": 2,
+                   "evictions": 0 if policy == "full" else 7, "routing_steps": 4,
+                   "fp16_windows": 2, "quant_windows": 2, "evicted_windows": 1,
+                   "cold_peak_bytes": 0, "tokens_seen": length + 16},
+            "missed_mass": None, "fmm": None, "prefill_tok_s": 900.0, "decode_tok_s": 40.0,
+            "wall_s": 0.5}
+
+for length in (1024, 2048):
+    for depth in (0.0, 0.5, 1.0):
+        iid = f"niah-{length}-{depth}"
+        for policy, budgets in (("full", [1.0]), ("snapkv", [0.05, 0.2]), ("qevict", [0.05, 0.2])):
+            for b in budgets:
+                r = row("niah", iid, "questions", policy, b, length, depth)
+                ok = (depth * 7 + length / 1024 + b * 10) % 1.0 < skill[policy] + b
+                r["accuracy"] = 1.0 if ok else 0.0
+                r["agreement"] = 1.0 if policy == "full" else 0.5 + b
+                r["turns"] = [{"question": "What is the magic number?", "output": "4211" if ok
+                               else "I do not know", "correct": ok}]
+                if policy != "full":
+                    steps = [round((1 - skill[policy]) * (1 - b) * (1 + 0.1 * (i % 3)), 4)
+                             for i in range(12)]
+                    r["missed_mass_steps"] = steps
+                    r["missed_mass"] = sum(steps) / len(steps)
+                    r["fmm"] = r["missed_mass"] * 1.1
+                rows.append(r)
+for policy, budgets in (("full", [1.0]), ("snapkv", [0.05, 0.2]), ("qevict", [0.05, 0.2])):
+    for b in budgets:
+        r = row("ppl", "ppl-0", "ppl", policy, b, 2048, None)
+        kl = 0.0 if policy == "full" else (1 - skill[policy]) * (1 - b) * 0.2
+        r.update(nll=2.0 + kl, ppl=7.4 * (1 + kl), delta_ppl=7.4 * kl, kl=kl,
+                 top1_agreement=1 - kl)
+        if policy == "snapkv" and b == 0.05:
+            r["infeasible"] = True
+            r["note"] = "budget below the fp16 floor"
+        rows.append(r)
+with open(os.path.join(out, "rows.jsonl"), "w") as f:
+    for r in rows:
+        f.write(json.dumps(r) + "\n")
+summary = {"command": "build/qevict eval -m models/test.gguf --tasks niah,ppl --out " + out,
+           "model": "models/test.gguf", "seed": 7, "threads": 2,
+           "started": "2026-12-01T10:00:00Z", "wall_s": 42.0, "groups": []}
+with open(os.path.join(out, "summary.json"), "w") as f:
+    json.dump(summary, f)
+PYEOF
+
+# plot_eval.py alone, default output directory DIR/plots
+"$PY" "$ROOT/scripts/plot_eval.py" "$TMP/run" >"$TMP/plot.log" 2>&1 \
+  || fail "plot_eval.py exited $?: $(cat "$TMP/plot.log")"
+for f in needle_full.png needle_snapkv.png needle_qevict.png accuracy_niah.png kl_ppl.png \
+         resident_bytes.png fmm_steps.png; do
+  [ -s "$TMP/run/plots/$f" ] || fail "plot_eval.py did not write plots/$f"
+done
+[ ! -e "$TMP/run/plots/passkey_qevict.png" ] || fail "passkey heatmap drawn without passkey rows"
+
+# render_results.py, twice: the same bytes both times
+for n in 1 2; do
+  (cd "$TMP" && "$PY" "$ROOT/scripts/render_results.py" --out "docs$n/results.md" \
+      --images "docs$n/results" run >"render$n.log" 2>&1) \
+    || fail "render_results.py exited $?: $(cat "$TMP/render$n.log")"
+done
+MD=$TMP/docs1/results.md
+[ -s "$MD" ] || fail "no results.md"
+for f in needle_qevict.png accuracy_niah.png kl_ppl.png resident_bytes.png fmm_steps.png; do
+  [ -s "$TMP/docs1/results/$f" ] || fail "render_results.py did not write results/$f"
+  grep -qF "](results/$f)" "$MD" || fail "results.md does not link results/$f"
+done
+grep -q "^## Goals" "$MD" || fail "results.md has no Goals section"
+grep -qE "^- \*\*(MET|MISSED)\*\*" "$MD" || fail "results.md has no MET/MISSED line"
+grep -qF -- "--tasks niah,ppl" "$MD" || fail "results.md lacks the run's command line"
+grep -qF "(inf.)" "$MD" || fail "results.md does not mark the infeasible cell"
+grep -q "^## How the full cache does" "$MD" || fail "results.md lacks the full-cache section"
+grep -q "^## Where QEvict wins and where it loses" "$MD" || fail "results.md lacks wins/losses"
+grep -q "^## Diagnostics" "$MD" || fail "results.md lacks diagnostics"
+sed 's#docs2/#docs1/#g' "$TMP/docs2/results.md" | cmp -s - "$MD" \
+  || fail "results.md differs between two renders"
+for f in "$TMP"/docs1/results/*.png; do
+  cmp -s "$f" "$TMP/docs2/results/$(basename "$f")" \
+    || fail "$(basename "$f") differs between two renders"
+done
+
+if [ $failures -ne 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "eval_render_test: all checks passed"

@@ -1,0 +1,137 @@
+// One prefill, every policy (policy/registry.h, CreatePrefixCache / ForkKvCache): a cache forked
+// from a prefix cache after the prompt must behave exactly like a cache of that policy and
+// budget that read the prompt itself — same tokens, bit-identical logits, same tier counters —
+// because the evaluator's comparisons rest on it.
+#include <cstring>
+
+#include "engine/sampler.h"
+#include "engine/session.h"
+#include "policy/registry.h"
+#include "tests/test_support.h"
+
+namespace qevict {
+namespace {
+
+std::vector<int32_t> Prompt(const LoadedModel& m) {
+  std::string text;
+  for (int i = 0; text.size() < 2600; ++i) {
+    text += "Entry " + std::to_string(i) + ": the parcel marked " + std::to_string(500 + 41 * i) +
+            " was stored on shelf " + std::to_string(i % 7) + ". ";
+  }
+  text += "\nWhich shelf holds the parcel marked 664?";
+  return m.EncodeChat({{"user", text}}, true);
+}
+
+struct Trace {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> logits;
+  KvStats stats;
+};
+
+Trace Continue(Session& s, std::span<const float> logits, int n_new) {
+  Trace t;
+  for (int i = 0; i < n_new; ++i) {
+    t.logits.emplace_back(logits.begin(), logits.end());
+    const int32_t tok = Sampler::Argmax(logits);
+    t.tokens.push_back(tok);
+    logits = s.Decode(tok);
+  }
+  t.stats = s.cache().Stats();
+  return t;
+}
+
+TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
+  QEVICT_REQUIRE_MODEL(m);
+  ThreadPool pool(2);
+  const std::vector<int32_t> prompt = Prompt(*m);
+  const int n_new = 20;
+  SessionOptions so;
+  so.n_ctx = static_cast<int64_t>(prompt.size()) + n_new;
+  so.prefill_chunk = 128;  // several chunks: scores accumulate across EndBatch calls
+
+  KvConfig geometry;  // defaults: the prefix cache's window, sinks, recent, bits
+  Session prefix(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
+    return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
+  });
+  prefix.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
+  const std::span<const float> prefix_logits_span = prefix.Prefill(prompt);
+  const std::vector<float> prefix_logits(prefix_logits_span.begin(), prefix_logits_span.end());
+
+  for (const char* name : {"full", "streaming", "h2o", "tova", "snapkv", "pyramidkv", "kivi",
+                           "mikv", "qevict"}) {
+    for (double budget : {0.12, 0.3}) {
+      // Every policy at a tight budget; the two that promote or decide once at a loose one too.
+      if (budget > 0.2 && std::string(name) != "qevict" && std::string(name) != "snapkv") break;
+      SCOPED_TRACE(std::string(name) + " @ " + std::to_string(budget));
+      KvConfig c;
+      c.policy = name;
+      c.budget = std::string(name) == "full" ? 1.0 : budget;
+      Session fresh(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
+        return CreateKvCache(c, g, r);
+      });
+      fresh.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
+      const Trace expected = Continue(fresh, fresh.Prefill(prompt), n_new);
+
+      Session forked(prefix, [&](const KvCache& p, const Rope& r) {
+        return ForkKvCache(dynamic_cast<const TieredCache&>(p), c, r, pool);
+      });
+      const Trace got = Continue(forked, prefix_logits, n_new);
+
+      ASSERT_EQ(got.tokens, expected.tokens);
+      for (size_t i = 0; i < got.logits.size(); ++i) {
+        ASSERT_EQ(0, std::memcmp(got.logits[i].data(), expected.logits[i].data(),
+                                 got.logits[i].size() * sizeof(float)))
+            << "logits differ at step " << i;
+      }
+      EXPECT_EQ(got.stats.resident_bytes(), expected.stats.resident_bytes());
+      EXPECT_EQ(got.stats.peak_bytes, expected.stats.peak_bytes);
+      EXPECT_EQ(got.stats.promotions, expected.stats.promotions);
+      EXPECT_EQ(got.stats.demotions, expected.stats.demotions);
+      EXPECT_EQ(got.stats.evictions, expected.stats.evictions);
+      EXPECT_EQ(got.stats.routing_steps, expected.stats.routing_steps);
+      EXPECT_EQ(got.stats.infeasible, expected.stats.infeasible);
+      if (std::string(name) == "full") break;  // full has no budget
+    }
+  }
+}
+
+TEST(ForkTest, ShadowSeesTheFullCachesAttention) {
+  QEVICT_REQUIRE_MODEL(m);
+  ThreadPool pool(2);
+  const std::vector<int32_t> prompt = Prompt(*m);
+  SessionOptions so;
+  so.n_ctx = static_cast<int64_t>(prompt.size()) + 4;
+  KvConfig geometry;
+  Session prefix(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
+    return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
+  });
+  prefix.BeginRun(static_cast<int64_t>(prompt.size()), 4);
+  const std::span<const float> first = prefix.Prefill(prompt);
+  const int32_t tok = Sampler::Argmax(first);
+  Session shadow(prefix, [&](const KvCache& p, const Rope& r) {
+    return std::unique_ptr<KvCache>(ForkShadowCache(dynamic_cast<const TieredCache&>(p), r, pool));
+  });
+  KvConfig full;
+  full.policy = "full";
+  Session reference(prefix, [&](const KvCache& p, const Rope& r) {
+    return ForkKvCache(dynamic_cast<const TieredCache&>(p), full, r, pool);
+  });
+  const std::span<const float> a = shadow.Decode(tok);
+  const std::span<const float> b = reference.Decode(tok);
+  ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  const auto& cache = dynamic_cast<const TieredCache&>(shadow.cache());
+  for (int layer = 0; layer < cache.geometry().n_layers; ++layer) {
+    const WindowView view = cache.View(layer);
+    double mass = 0.0;
+    for (const WindowInfo& w : view.windows) {
+      EXPECT_EQ(w.tier, Tier::kFp16);
+      mass += w.last_mass;
+    }
+    // Windows hold everything but the sinks: most of the mass, never more than all of it.
+    EXPECT_GT(mass, 0.0);
+    EXPECT_LE(mass, 1.0 + 1e-4);
+  }
+}
+
+}  // namespace
+}  // namespace qevict

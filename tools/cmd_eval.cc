@@ -1,0 +1,117 @@
+// `qevict eval`: the long-context benchmark suite (src/eval/eval_run.h, docs/results.md).
+#include <filesystem>
+#include <sstream>
+
+#include "eval/eval_run.h"
+#include "policy/registry.h"
+#include "tools/commands.h"
+#include "tools/kv_flags.h"
+#include "util/error.h"
+
+namespace qevict::cli {
+namespace {
+
+struct EvalFlags {
+  std::string model;
+  std::string tasks = "niah,drift";
+  std::string policies;  // default: every policy
+  std::vector<double> budgets = {0.05, 0.1, 0.2, 0.5};
+  std::vector<int64_t> lengths = {2048, 4096};
+  std::vector<double> depths = {0.1, 0.5, 0.9};
+  int samples = 1;
+  uint64_t seed = 1;
+  int threads = 0;
+  bool shadow = false;
+  int fmm_horizon = 32;
+  std::string out = "eval-out";
+  bool no_progress = false;
+  std::string tag;
+  KvFlags kv;
+};
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+int Eval(const EvalFlags& f) {
+  if (f.kv.policy != "full" || f.kv.config.budget != 1.0 || f.kv.config.budget_bytes > 0) {
+    throw Error("qevict eval runs every policy at every budget: use --policies and --budgets, "
+                "not --kv-policy / --kv-budget / --kv-budget-bytes");
+  }
+  EvalOptions o;
+  o.model_path = f.model;
+  // --tasks is either a task file (an existing file, or a name ending in .jsonl) or a list of
+  // generated task names.
+  if (std::filesystem::is_regular_file(f.tasks) || f.tasks.ends_with(".jsonl")) {
+    o.tasks_file = f.tasks;
+  } else {
+    o.grid.tasks = SplitList(f.tasks);
+    if (o.grid.tasks.empty()) throw Error("--tasks: give task names or a task file");
+  }
+  o.grid.lengths = f.lengths;
+  o.grid.depths = f.depths;
+  o.grid.samples = f.samples;
+  o.grid.seed = f.seed;
+  o.settings.policies = f.policies.empty() ? PolicyNames() : SplitList(f.policies);
+  o.settings.budgets = f.budgets;
+  KvFlags kv = f.kv;
+  kv.policy = "full";
+  o.settings.kv = kv.Resolve();
+  o.settings.shadow = f.shadow;
+  o.settings.fmm_horizon = f.fmm_horizon;
+  o.settings.prefill_chunk = 256;
+  o.settings.tag = f.tag;
+  o.threads = f.threads;
+  o.out_dir = f.out;
+  o.command_line = CommandLine();
+  o.progress = !f.no_progress;
+  return RunEval(o);
+}
+
+}  // namespace
+
+std::function<int()> RegisterEval(CLI::App& app) {
+  auto flags = std::make_shared<EvalFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "long-context tasks for every KV policy at every budget (docs/results.md)");
+  cmd->add_option("-m,--model", flags->model, "GGUF model file")->required();
+  cmd->add_option("--tasks", flags->tasks,
+                  "generated tasks (comma list of passkey, niah, multikey, vt, drift, longgen, "
+                  "ppl) or a task file FILE.jsonl (docs/results.md, \"Task files\")")
+      ->capture_default_str();
+  cmd->add_option("--policies", flags->policies,
+                  "comma list of policies (default: all; full always runs as the reference)");
+  cmd->add_option("--budgets", flags->budgets, "budgets, fractions of the run's fp16 cache")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--lengths", flags->lengths, "prompt lengths in tokens (generated tasks)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--depths", flags->depths, "needle depths in [0, 1] (generated tasks)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--samples", flags->samples, "instances per (length, depth)")
+      ->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "seed of the generated tasks")->capture_default_str();
+  cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
+  cmd->add_flag("--shadow", flags->shadow,
+                "measure missed attention mass and FMM against a full-cache shadow (2x decode)");
+  cmd->add_option("--fmm-horizon", flags->fmm_horizon, "decode steps counted by FMM")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("-o,--out", flags->out, "output directory")->capture_default_str();
+  cmd->add_option("--tag", flags->tag,
+                  "suffix for every row's policy name, policy[TAG] (ablation runs merged into one "
+                  "report, e.g. --kv-bits 4 --tag bits4)");
+  cmd->add_flag("--no-progress", flags->no_progress, "no progress bar on stderr");
+  AddKvFlags(*cmd, flags->kv);
+  return [flags] { return Eval(*flags); };
+}
+
+}  // namespace qevict::cli
