@@ -444,6 +444,19 @@ def semantic_fixtures():
              "metadata key 'llama.block_count' has type string, expected an integer",
              "llama.block_count stored as the string \"1\"",
              lambda m, t: set_meta(m, "llama.block_count", value(STRING, "1")))
+
+    def llama3_scaling(low, high, factor):
+        def mutate(m, t):
+            set_meta(m, "llama.rope.scaling.type", value(STRING, "llama3"))
+            set_meta(m, "llama.rope.scaling.factor", value(FLOAT32, factor))
+            set_meta(m, "llama.rope.scaling.low_freq_factor", value(FLOAT32, low))
+            set_meta(m, "llama.rope.scaling.high_freq_factor", value(FLOAT32, high))
+        return mutate
+    mutation("rope_llama3_high_below_low.gguf", "rope.scaling.high_freq_factor",
+             "llama3 RoPE scaling with high_freq_factor 1 <= low_freq_factor 4 (the "
+             "interpolation divides by their difference)", llama3_scaling(4.0, 1.0, 8.0))
+    mutation("rope_llama3_zero_factor.gguf", "rope.scaling.factor",
+             "llama3 RoPE scaling with factor 0", llama3_scaling(1.0, 4.0, 0.0))
     return out
 
 

@@ -45,6 +45,9 @@ def load_runs(dirs):
         rows = pe.load_rows(d)
         for r in rows:
             r["_run"] = d
+            # A tagged ablation run's reference ("full[tag]") is the same full cache.
+            if str(r.get("policy", "")).startswith("full["):
+                r["policy"] = "full"
         runs.append((d, pe.load_summary(d), rows))
     return runs
 
@@ -574,9 +577,72 @@ def section_pictures(rows, images, out_path):
     return out
 
 
+def add_retained_accuracy(rows):
+    """For question tasks: row["retained_accuracy"] = share of the turns the full cache answered
+    correctly (same task instance) that this row answers correctly too; None when the full cache
+    answered none. It makes tasks the full cache only partly solves (drift with a small model)
+    say something about compression: a turn the full cache fails is left out."""
+    full = {}
+    for r in rows:
+        if r["policy"] == "full" and r.get("kind") == "questions":
+            full[(r["task"], str(r.get("id")))] = [bool(t.get("correct")) for t in r.get("turns") or []]
+    for r in rows:
+        ref = full.get((r["task"], str(r.get("id"))))
+        turns = r.get("turns") or []
+        if r.get("kind") != "questions" or ref is None or not any(ref) or len(turns) != len(ref):
+            r["retained_accuracy"] = None
+            continue
+        kept = [bool(t.get("correct")) for t, ok in zip(turns, ref) if ok]
+        r["retained_accuracy"] = sum(kept) / len(kept)
+
+
+def section_retained(tables, failing):
+    """Accuracy on the turns the full cache answers, for tasks the full cache partly fails."""
+    out = []
+    for t in tables:
+        if t.task not in failing:
+            continue
+        if not out:
+            out = ["## Turns the full cache answers", "",
+                   "Where the full cache fails some turns, those turns say nothing about "
+                   "compression. Here each policy is scored only on the turns (of the same task "
+                   "instance) that the full cache answered correctly: 1.00 means it kept every "
+                   "answer the full cache could give.", ""]
+        body = []
+        for policy in t.policies:
+            if policy == "full":
+                continue
+            line = [policy]
+            for b in t.budgets:
+                cell = t.cell(policy, b)
+                v = pe.mean(r.get("retained_accuracy") for r in cell)
+                inf = any(pe.is_infeasible(r) for r in cell)
+                line.append(DASH if v is None else fmt(v) + (" (inf.)" if inf else ""))
+            body.append(line)
+        n_turns = sum(sum(bool(x.get("correct")) for x in (r.get("turns") or []))
+                      for r in t.full_rows())
+        out += [f"### {t.task}", "", f"Turns the full cache answered: {n_turns}.", ""]
+        out += md_table(["policy \\ budget"] + [pe.fmt_budget(b) for b in t.budgets], body)
+        q = t.cell("qevict", GOAL_A_BUDGET)
+        best = best_baseline(t, GOAL_A_BUDGET, pe.KEEP_OR_DROP, "retained_accuracy", feasible(q))
+        qv = pe.mean(r.get("retained_accuracy") for r in feasible(q))
+        if qv is not None and best is not None:
+            name, qa, ba, n = best
+            ok_full = qv >= GOAL_A_FRACTION_OF_FULL - EPS
+            ok_base = (qa - ba) * 100 >= GOAL_A_POINTS_OVER_KEEP_OR_DROP - EPS
+            out += ["", f"At budget {pe.fmt_budget(GOAL_A_BUDGET)} on these turns: qevict keeps "
+                    f"{qv:.0%} of the full cache's answers ({status(ok_full)} against "
+                    f"{GOAL_A_FRACTION_OF_FULL:.0%}); qevict {qa:.2f} vs best keep-or-drop "
+                    f"({name}) {ba:.2f}: {fmt_points((qa - ba) * 100)} "
+                    f"({status(ok_base)} against +{GOAL_A_POINTS_OVER_KEEP_OR_DROP:g})."]
+        out.append("")
+    return out
+
+
 def render(dirs, out_path, images, notes, argv):
     runs = load_runs(dirs)
     rows, duplicates = merge_rows(runs)
+    add_retained_accuracy(rows)
     if not rows:
         raise SystemExit("render_results: no rows in " + ", ".join(dirs))
     tables = [Table(rows, task) for task in pe.ordered_tasks(rows)]
@@ -584,6 +650,7 @@ def render(dirs, out_path, images, notes, argv):
     md = section_header(runs, rows, duplicates, argv)
     md += full_md
     md += section_goals(tables, failing)
+    md += section_retained(tables, failing)
     md += section_notes(notes)
     md += section_task_tables(tables)
     md += section_wins(tables)

@@ -1,5 +1,7 @@
 #include "model/llama_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -78,8 +80,28 @@ LlamaConfig LlamaConfig::FromGguf(const gguf::File& f) {
         static_cast<float>(f.FindFloat(p + "rope.scaling.low_freq_factor").value_or(1.0));
     c.rope.llama3_high_freq_factor =
         static_cast<float>(f.FindFloat(p + "rope.scaling.high_freq_factor").value_or(4.0));
-    c.rope.llama3_original_context = static_cast<int>(
-        f.FindInt(p + "rope.scaling.original_context_length").value_or(8192));
+    c.rope.llama3_original_context = static_cast<int>(std::clamp<int64_t>(
+        f.FindInt(p + "rope.scaling.original_context_length").value_or(8192), 0, 1 << 30));
+    // The interpolation divides by the factor and by high - low: refuse what would make it
+    // infinite, negative or NaN.
+    const auto finite_in = [](double v, double lo, double hi) {
+      return std::isfinite(v) && v >= lo && v <= hi;
+    };
+    if (!finite_in(c.rope.llama3_factor, 1.0, 1024.0)) {
+      throw Error("rope.scaling.factor " + std::to_string(c.rope.llama3_factor) +
+                  " is outside [1, 1024]");
+    }
+    if (!finite_in(c.rope.llama3_low_freq_factor, 1e-3, 1024.0) ||
+        !finite_in(c.rope.llama3_high_freq_factor, 1e-3, 1024.0) ||
+        !(c.rope.llama3_high_freq_factor > c.rope.llama3_low_freq_factor)) {
+      throw Error("rope.scaling.high_freq_factor " +
+                  std::to_string(c.rope.llama3_high_freq_factor) + " and low_freq_factor " +
+                  std::to_string(c.rope.llama3_low_freq_factor) +
+                  " must be in (0, 1024] with high > low");
+    }
+    if (c.rope.llama3_original_context < 1) {
+      throw Error("rope.scaling.original_context_length must be positive");
+    }
   } else if (scaling != "none") {
     throw Error("unsupported rope.scaling.type '" + scaling + "'");
   }

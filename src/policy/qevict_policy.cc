@@ -56,13 +56,15 @@ class QevictPolicy : public Policy {
         }
         std::vector<float>& observed = observed_[l];
         std::vector<float>& base = base_[l];
+        // A window the last prompt's snapshot did not see (it was in the recent region then,
+        // or came later) keeps all the mass it received: ranking it from zero would demote every
+        // window the moment it leaves the recent region, whatever the model attends.
         for (const BandWindow& w : band.windows) {
           const size_t i = static_cast<size_t>(w.index);
-          if (i >= base.size()) {  // first seen after the last prompt: decode mass from now on
-            base.resize(i + 1, kUnset);
+          if (i >= base.size()) {
+            base.resize(i + 1, 0.0f);
             observed.resize(i + 1, 0.0f);
           }
-          if (base[i] == kUnset) base[i] = w.score;
         }
         RankBand(band.windows,
                  [&](const BandWindow& w) {
@@ -80,15 +82,13 @@ class QevictPolicy : public Policy {
   }
 
  private:
-  static constexpr float kUnset = -1.0f;
-
   // A prompt just ended: its question's pooled attention becomes each window's observed
   // importance, and the decode mass counts again from zero.
   void Observe(const LayerBand& band, size_t l) {
     int64_t limit = 0;
     PooledObservationScores(band, kernel_, &observed_[l], &limit, &pooled_);
     std::vector<float>& base = base_[l];
-    base.assign(static_cast<size_t>(limit), kUnset);
+    base.assign(static_cast<size_t>(limit), 0.0f);
     for (const BandWindow& w : band.windows) base[w.index] = w.score;
   }
 
