@@ -256,7 +256,9 @@ def _budget_axis(ax, budgets):
 # ----------------------------------------------------------------------------- pictures
 def plot_needles(rows, outdir, task="niah", prefix="needle"):
     """One heatmap file per policy for `task`: context length x depth, panel per budget."""
-    trows = [r for r in rows if r.get("task") == task and context_of(r)]
+    # Ablation variants and tagged runs ("policy:key=value", "policy[tag]") get curves only.
+    trows = [r for r in rows if r.get("task") == task and context_of(r)
+             and not any(c in r["policy"] for c in ":[")]
     if not trows:
         return []
     lengths = sorted({context_of(r) for r in trows})

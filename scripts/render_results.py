@@ -621,7 +621,11 @@ def section_retained(tables, failing):
             body.append(line)
         n_turns = sum(sum(bool(x.get("correct")) for x in (r.get("turns") or []))
                       for r in t.full_rows())
-        out += [f"### {t.task}", "", f"Turns the full cache answered: {n_turns}.", ""]
+        out += [f"### {t.task}", ""]
+        if n_turns == 0:
+            out += ["The full cache answered no turn: there is nothing compression could keep.", ""]
+            continue
+        out += [f"Turns the full cache answered: {n_turns}.", ""]
         out += md_table(["policy \\ budget"] + [pe.fmt_budget(b) for b in t.budgets], body)
         q = t.cell("qevict", GOAL_A_BUDGET)
         best = best_baseline(t, GOAL_A_BUDGET, pe.KEEP_OR_DROP, "retained_accuracy", feasible(q))
