@@ -28,7 +28,7 @@ test-asan:
 demo: setup build
 	@scripts/demo.sh
 
-# The default evaluation grid (about 20 minutes on 2 cores); regenerates docs/results.md.
+# The default evaluation grid (about 40 minutes on 2 cores); regenerates docs/results.md.
 eval: setup build
 	@scripts/eval.sh
 

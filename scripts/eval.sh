@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make eval`: the default evaluation grid on the reference model (about 20 minutes on 2 cores),
+# `make eval`: the default evaluation grid on the reference model (about 40 minutes on 2 cores),
 # then docs/results.md and its pictures regenerated from the rows. Every number in
 # docs/results.md comes from these commands; rerunning them with the same seed on the same
 # machine gives the same numbers.
@@ -17,7 +17,7 @@ run() {  # run NAME ARGS...: one qevict eval into $OUT/NAME
   "$BIN" eval -m "$MODEL" --threads "$THREADS" --seed "$SEED" --out "$OUT/$name" "$@"
 }
 # Needles: the length x depth heatmaps, and the single-needle variants.
-run needles --tasks niah --lengths 1024,2048,4096 --depths 0.1,0.5,0.9 --budgets 0.05,0.1,0.2,0.5
+run needles --tasks niah --lengths 1024,2048,4096,8192 --depths 0.1,0.5,0.9 --budgets 0.05,0.1,0.2,0.5
 run passkey --tasks passkey --lengths 4096 --depths 0.5 --budgets 0.05,0.1,0.2,0.5
 # multikey and vt at 1k: the reference model answers multikey there (not at 2k or 4k); it fails
 # vt at every length, which results.md says.
@@ -25,6 +25,7 @@ run multikey --tasks multikey,vt --lengths 1024 --depths 0.25,0.5,0.75 --budgets
 # Drift: questions about different needles in one session, with the full-cache shadow (missed
 # attention mass, FMM).
 run drift --tasks drift --lengths 2048,4096 --samples 2 --budgets 0.05,0.1,0.2,0.5 --shadow
+run drift8k --tasks drift --lengths 8192 --budgets 0.05,0.1,0.2,0.5 --shadow
 # The cache filling during a long generation, and teacher-forced perplexity / KL.
 run longgen --tasks longgen --budgets 0.1,0.2,0.5
 run ppl --tasks ppl --lengths 4096 --budgets 0.05,0.1,0.2,0.5
@@ -36,5 +37,5 @@ run ablation "${ABLATION[@]}" --tag ablation \
   --policies qevict,qevict:query_kernel=7,qevict:query_kernel=15,qevict:query_aware=false,qevict:recovery=exact:route_every=2,snapkv:snapkv_kernel=31
 run bits4 "${ABLATION[@]}" --tag bits4 --kv-bits 4 --policies qevict,mikv,kivi
 .venv/bin/python scripts/render_results.py --out docs/results.md --images docs/results \
-  "$OUT/needles" "$OUT/passkey" "$OUT/multikey" "$OUT/drift" "$OUT/longgen" "$OUT/ppl" "$OUT/ablation" "$OUT/bits4"
+  "$OUT/needles" "$OUT/passkey" "$OUT/multikey" "$OUT/drift" "$OUT/drift8k" "$OUT/longgen" "$OUT/ppl" "$OUT/ablation" "$OUT/bits4"
 echo "docs/results.md regenerated"

@@ -488,7 +488,8 @@ def section_wins(tables):
                 pr = paired(q, feasible(t.cell(p, b)), key)
                 if pr is None:
                     if t.cell(p, b):
-                        groups["not comparable"].append(f"{p} (infeasible)")
+                        why = "infeasible" if not feasible(t.cell(p, b)) else "other instances"
+                        groups["not comparable"].append(f"{p} ({why})")
                     continue
                 d = (pr[0] - pr[1]) * 100
                 g = "wins" if d >= WIN_POINTS else ("losses" if d <= -WIN_POINTS else "ties")

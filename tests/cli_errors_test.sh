@@ -57,12 +57,12 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure bad_top_p "top-p" "$BIN" run -m "$MODEL" -p hi --temp 1 --top-p 0
   # qevict eval: a missing or empty task file, bad grids; malformed lines alone are skipped.
   out=$(mktemp -d)
-  expect_clean_failure eval_missing_tasks "cannot" "$BIN" eval -m "$MODEL" --tasks /nonexistent.jsonl --out "$out"
+  expect_clean_failure eval_missing_tasks "does not exist" "$BIN" eval -m "$MODEL" --tasks /nonexistent.jsonl --out "$out"
   expect_clean_failure eval_no_valid_task "no valid task" "$BIN" eval -m "$MODEL" --no-progress \
     --tasks <(grep -v '"turns": \[{' "$ROOT/tests/fixtures/tasks/malformed.jsonl") --out "$out"
   expect_clean_failure eval_bad_budget "outside (0, 1]" "$BIN" eval -m "$MODEL" --budgets 2 --out "$out"
   expect_clean_failure eval_bad_policy "nosuch" "$BIN" eval -m "$MODEL" --policies nosuch --out "$out"
-  expect_clean_failure eval_bad_task "unknown task" "$BIN" eval -m "$MODEL" --tasks nosuch --out "$out"
+  expect_clean_failure eval_bad_task "unknown evaluation task" "$BIN" eval -m "$MODEL" --tasks nosuch --out "$out"
   expect_clean_failure eval_kv_policy "--policies" "$BIN" eval -m "$MODEL" --kv-policy qevict --out "$out"
   expect_clean_failure eval_bad_depth "depth" "$BIN" eval -m "$MODEL" --tasks niah --depths 1.5 --out "$out"
   rm -rf "$out"

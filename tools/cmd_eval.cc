@@ -46,9 +46,12 @@ int Eval(const EvalFlags& f) {
   }
   EvalOptions o;
   o.model_path = f.model;
-  // --tasks is either a task file (an existing file, or a name ending in .jsonl) or a list of
-  // generated task names.
-  if (std::filesystem::is_regular_file(f.tasks) || f.tasks.ends_with(".jsonl")) {
+  // --tasks is either a task file (a path that exists and is no directory — a pipe too — or a
+  // name ending in .jsonl) or a list of generated task names.
+  std::error_code ec;
+  const bool is_path =
+      std::filesystem::exists(f.tasks, ec) && !std::filesystem::is_directory(f.tasks, ec);
+  if (is_path || f.tasks.ends_with(".jsonl")) {
     o.tasks_file = f.tasks;
   } else {
     o.grid.tasks = SplitList(f.tasks);

@@ -29,7 +29,9 @@ std::vector<EvalTask> Generate(const EvalOptions& o, const LoadedModel& model) {
   for (const std::string& name : o.grid.tasks) {
     TaskGrid grid = o.grid;
     grid.tasks = {name};
-    const int64_t reserve = IsQuestionTask(name) ? o.question_reserve : 0;
+    // drift asks three questions in the session: room for each.
+    const int64_t turns = name == "drift" ? 3 : 1;
+    const int64_t reserve = IsQuestionTask(name) ? o.question_reserve * turns : 0;
     for (int64_t& length : grid.lengths) length -= reserve;
     for (EvalTask& t : GenerateTasks(grid, count)) {
       if (t.target_tokens > 0 && reserve > 0) {
