@@ -1,10 +1,12 @@
 #include "eval/eval_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "eval/eval_report.h"
 #include "eval/policy_variant.h"
@@ -32,11 +34,21 @@ std::vector<EvalTask> Generate(const EvalOptions& o, const LoadedModel& model) {
     // drift asks three questions in the session: room for each.
     const int64_t turns = name == "drift" ? 3 : 1;
     const int64_t reserve = IsQuestionTask(name) ? o.question_reserve * turns : 0;
-    for (int64_t& length : grid.lengths) length -= reserve;
+    // Generated contexts land within 5% of their target: at the model's context limit keep
+    // that much free too, so that an instance of the longest length still fits.
+    const int64_t limit = static_cast<int64_t>(
+        static_cast<double>(model.model->config().context_length - reserve) / 1.05);
+    std::map<int64_t, int64_t> requested;  // generated length -> the --lengths value
+    for (int64_t& length : grid.lengths) {
+      const int64_t generated = std::min(length - reserve, limit);
+      requested[generated] = length;
+      length = generated;
+    }
     for (EvalTask& t : GenerateTasks(grid, count)) {
-      if (t.target_tokens > 0 && reserve > 0) {
+      const auto it = requested.find(t.target_tokens);
+      if (t.target_tokens > 0 && it != requested.end() && it->second != t.target_tokens) {
         const std::string from = "-L" + std::to_string(t.target_tokens) + "-";
-        t.target_tokens += reserve;
+        t.target_tokens = it->second;
         const size_t at = t.id.find(from);
         if (at != std::string::npos) {
           t.id.replace(at, from.size(), "-L" + std::to_string(t.target_tokens) + "-");
