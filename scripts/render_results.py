@@ -48,6 +48,11 @@ def load_runs(dirs):
             # A tagged ablation run's reference ("full[tag]") is the same full cache.
             if str(r.get("policy", "")).startswith("full["):
                 r["policy"] = "full"
+            # Prompt-end rows (one fp16 prefill forked into every row) are their own policy
+            # rows; bounded rows (each row prefills in chunks, routing between them) are not
+            # labelled. Same rule as PolicyLabel in src/eval/eval_report.cc.
+            if r.get("prefill_mode") == "prompt-end":
+                r["policy"] = r["policy"] + " (prompt-end)"
         runs.append((d, pe.load_summary(d), rows))
     return runs
 

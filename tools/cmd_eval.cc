@@ -26,6 +26,7 @@ struct EvalFlags {
   std::string out = "eval-out";
   bool no_progress = false;
   std::string tag;
+  std::string prefill_mode = "bounded";
   KvFlags kv;
 };
 
@@ -69,6 +70,12 @@ int Eval(const EvalFlags& f) {
   o.settings.shadow = f.shadow;
   o.settings.fmm_horizon = f.fmm_horizon;
   o.settings.prefill_chunk = 256;
+  o.settings.bounded = f.prefill_mode != "prompt-end";
+  o.settings.prompt_end = f.prefill_mode != "bounded";
+  if (o.settings.bounded && o.settings.kv.prefill_chunk <= 0) {
+    throw Error("--prefill-mode " + f.prefill_mode + " routes between prompt chunks: give "
+                "--kv-prefill-chunk > 0, or use --prefill-mode prompt-end");
+  }
   o.settings.tag = f.tag;
   o.threads = f.threads;
   o.out_dir = f.out;
@@ -112,6 +119,13 @@ std::function<int()> RegisterEval(CLI::App& app) {
   cmd->add_option("--tag", flags->tag,
                   "suffix for every row's policy name, policy[TAG] (ablation runs merged into one "
                   "report, e.g. --kv-bits 4 --tag bits4)");
+  cmd->add_option("--prefill-mode", flags->prefill_mode,
+                  "how compressed rows read the prompt: bounded (each row prefills in "
+                  "--kv-prefill-chunk chunks, routing between them), prompt-end (one fp16 "
+                  "prefill forked into every row, routed after the whole prompt, as the paper) "
+                  "or both; rows say which in prefill_mode")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bounded", "prompt-end", "both"}));
   cmd->add_flag("--no-progress", flags->no_progress, "no progress bar on stderr");
   AddKvFlags(*cmd, flags->kv);
   return [flags] { return Eval(*flags); };

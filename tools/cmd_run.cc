@@ -69,6 +69,8 @@ int Run(const RunFlags& f) {
   Session session(*m.model, pool, so, MakeKvCacheFactory(f.kv));
   session.BeginRun(static_cast<int64_t>(tokens.size()), f.n_predict);
   std::span<const float> logits = session.Prefill(tokens);
+  // An impossible budget is said, whatever --kv-stats: the cache keeps its floor instead.
+  bool warned = WarnIfInfeasible(session.cache().Stats());
 
   GenerateOptions go;
   go.max_new_tokens = f.n_predict;
@@ -92,6 +94,7 @@ int Run(const RunFlags& f) {
                t.generate_seconds,
                t.generate_seconds > 0 ? t.generated_tokens / t.generate_seconds : 0.0,
                pool.size(), result.finish_reason.c_str());
+  if (!warned) warned = WarnIfInfeasible(session.cache().Stats());
   PrintKvStats(f.kv, session.cache().Stats());
   return 0;
 }

@@ -66,7 +66,8 @@ void AddKvFlags(CLI::App& cmd, KvFlags& f) {
   cmd.add_option("--kv-cold-dir", c.cold_store_dir, "directory of the exact-recovery cold store")
       ->group(group);
   cmd.add_option("--kv-prefill-chunk", c.prefill_chunk,
-                 "route between prompt chunks of this many tokens (0: after the whole prompt)")
+                 "with a budget, route after every prompt chunk of this many tokens: the cache peaks "
+                 "at budget + one chunk (0: route once, after the whole prompt, as the paper)")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--kv-query-aware", c.query_aware,
@@ -93,9 +94,7 @@ void AddKvFlags(CLI::App& cmd, KvFlags& f) {
 }
 
 void ApplyPrefillChunk(const KvFlags& flags, SessionOptions& options) {
-  if (flags.config.prefill_chunk > 0) {
-    options.prefill_chunk = flags.config.prefill_chunk;
-  }
+  options.prefill_chunk = flags.config.ForwardBatch(options.prefill_chunk);
 }
 
 KvCacheFactory MakeKvCacheFactory(const KvFlags& flags) {
@@ -103,6 +102,12 @@ KvCacheFactory MakeKvCacheFactory(const KvFlags& flags) {
   return [config](const KvGeometry& g, const Rope& rope) {
     return CreateKvCache(config, g, rope);
   };
+}
+
+bool WarnIfInfeasible(const KvStats& s) {
+  if (!s.infeasible) return false;
+  std::fprintf(stderr, "warning: the KV budget cannot be met: %s\n", s.note.c_str());
+  return true;
 }
 
 void PrintKvStats(const KvFlags& flags, const KvStats& s) {

@@ -29,5 +29,8 @@ void ApplyPrefillChunk(const KvFlags& flags, SessionOptions& options);
 KvCacheFactory MakeKvCacheFactory(const KvFlags& flags);
 // Prints per-tier statistics on stderr when --kv-stats was given (one JSON line with --json).
 void PrintKvStats(const KvFlags& flags, const KvStats& stats);
+// One line on stderr when the budget cannot be met (the note names the smallest feasible
+// budget); returns whether it printed.
+bool WarnIfInfeasible(const KvStats& stats);
 
 }  // namespace qevict::cli

@@ -1,5 +1,7 @@
 #include "engine/kv_stats_json.h"
 
+#include "util/memory_stats.h"
+
 namespace qevict {
 
 nlohmann::json KvStatsToJson(const KvStats& s) {
@@ -23,6 +25,11 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
                       {"mean_quant_bytes", s.mean_quant_bytes},
                       {"cold_peak_bytes", s.cold_peak_bytes},
                       {"pool_reserved_bytes", s.pool_reserved_bytes},
+                      {"reserved_bytes", s.reserved_bytes},
+                      {"peak_reserved_bytes", s.peak_reserved_bytes},
+                      {"compaction_moves", s.compaction_moves},
+                      {"routed_reserved_peak_bytes", s.routed_reserved_peak_bytes},
+                      {"floor_bytes", s.floor_bytes},
                       {"fp16_windows", s.fp16_windows},
                       {"quant_windows", s.quant_windows},
                       {"evicted_windows", s.evicted_windows},
@@ -32,6 +39,10 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
                       {"routing_steps", s.routing_steps},
                       {"infeasible", s.infeasible}};
   if (!s.note.empty()) j["note"] = s.note;
+  // The process as the OS sees it, read now: what a user's `top` shows beside the cache's ledger.
+  const MemoryStats process = ReadMemoryStats();
+  j["rss_bytes"] = process.rss_bytes;
+  j["peak_rss_bytes"] = process.peak_rss_bytes;
   return j;
 }
 

@@ -7,6 +7,8 @@
 
 namespace qevict {
 
+// Also carries the process's RSS and its high-water mark (util/memory_stats.h) at the time of
+// the call, next to the cache's ledger (resident) and what it holds mapped (reserved).
 nlohmann::json KvStatsToJson(const KvStats& stats);
 
 }  // namespace qevict

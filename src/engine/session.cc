@@ -65,6 +65,7 @@ std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
     const int n = static_cast<int>(std::min<size_t>(options_.prefill_chunk, tokens.size() - done));
     const bool last = done + n == tokens.size();
     std::iota(positions_.begin(), positions_.begin() + n, static_cast<int32_t>(position_));
+    cache_->BeginBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk);
     model_.Forward(tokens.data() + done, positions_.data(), n, last ? 1 : 0, *rope_, *cache_,
                    scratch_, pool_);
     position_ += n;
@@ -86,6 +87,7 @@ std::vector<float> Session::PrefillAllLogits(std::span<const int32_t> tokens) {
     const int n = static_cast<int>(std::min<size_t>(options_.prefill_chunk, tokens.size() - done));
     const bool last = done + n == tokens.size();
     std::iota(positions_.begin(), positions_.begin() + n, static_cast<int32_t>(position_));
+    cache_->BeginBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk);
     model_.Forward(tokens.data() + done, positions_.data(), n, n, *rope_, *cache_, scratch_,
                    pool_);
     std::copy(scratch_.logits.begin(), scratch_.logits.begin() + n * n_vocab,
@@ -103,6 +105,7 @@ std::span<const float> Session::Decode(int32_t token) {
   CheckRoom(1);
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t pos = static_cast<int32_t>(position_);
+  cache_->BeginBatch(BatchKind::kGenerated);
   model_.Forward(&token, &pos, 1, 1, *rope_, *cache_, scratch_, pool_);
   position_ += 1;
   cache_->EndBatch(BatchKind::kGenerated, pool_);

@@ -13,6 +13,11 @@ constexpr const char* kMeans[] = {"accuracy", "agreement", "edit_similarity", "k
                                   "top1_agreement", "missed_mass", "fmm"};
 constexpr const char* kKvMeans[][2] = {{"peak_bytes", "peak_bytes"},
                                        {"mean_bytes", "mean_resident_bytes"},
+                                       {"prefill_peak_bytes", "prefill_peak_bytes"},
+                                       {"peak_reserved_bytes", "peak_reserved_bytes"},
+                                       {"reserved_bytes", "reserved_bytes"},
+                                       {"rss_bytes", "rss_bytes"},
+                                       {"peak_rss_bytes", "peak_rss_bytes"},
                                        {"promotions", "promotions"},
                                        {"demotions", "demotions"},
                                        {"evictions", "evictions"}};
@@ -37,6 +42,13 @@ std::string Format(double v, int digits) {
 
 }  // namespace
 
+// Rows of the two prefill modes are separate groups: prompt-end rows (docs/evaluation.md,
+// "Prefill modes") carry the mode in their label, bounded rows (the default) and full do not.
+std::string PolicyLabel(const json& row) {
+  const std::string policy = row.value("policy", "");
+  return row.value("prefill_mode", "") == "prompt-end" ? policy + " (prompt-end)" : policy;
+}
+
 json SummaryGroups(const std::vector<json>& rows) {
   struct Group {
     json key;
@@ -46,12 +58,14 @@ json SummaryGroups(const std::vector<json>& rows) {
   std::vector<Group> groups;
   std::map<std::string, size_t> index;
   for (const json& row : rows) {
-    const std::string key = row.value("task", "") + "\x1f" + row.value("policy", "") + "\x1f" +
+    const std::string label = PolicyLabel(row);
+    const std::string key = row.value("task", "") + "\x1f" + label + "\x1f" +
                             Format(row.value("budget", 0.0), 4);
     auto [it, fresh] = index.emplace(key, groups.size());
     if (fresh) {
       Group g;
-      g.key = {{"task", row["task"]}, {"policy", row["policy"]}, {"budget", row["budget"]}};
+      g.key = {{"task", row["task"]}, {"policy", label}, {"budget", row["budget"]},
+               {"prefill_mode", row.value("prefill_mode", "")}};
       groups.push_back(std::move(g));
     }
     Group& g = groups[it->second];

@@ -15,6 +15,7 @@
 #include "eval/seq_metrics.h"
 #include "policy/registry.h"
 #include "util/error.h"
+#include "util/memory_stats.h"
 
 namespace qevict {
 namespace {
@@ -253,43 +254,76 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
   options.n_ctx = prompt + extra;
   options.prefill_chunk = settings.prefill_chunk;
 
-  // One prefill for every row.
+  // One fp16 prefill for the full row and every prompt-end row (and the shadows).
   const auto t0 = Clock::now();
-  Session prefix(*model.model, pool, options, [&](const KvGeometry& g, const Rope& r) {
+  std::optional<Session> prefix_session;
+  prefix_session.emplace(*model.model, pool, options, [&](const KvGeometry& g, const Rope& r) {
     return std::unique_ptr<KvCache>(CreatePrefixCache(settings.kv, g, r));
   });
-  prefix.BeginRun(prompt, extra);
-  const std::span<const float> first = prefix.Prefill(turns.first);
+  Session* prefix = &*prefix_session;
+  prefix->BeginRun(prompt, extra);
+  const std::span<const float> first = prefix->Prefill(turns.first);
   const std::vector<float> prefix_logits(first.begin(), first.end());
   const double prefill_seconds = Since(t0);
-  const auto& prefix_cache = dynamic_cast<const TieredCache&>(prefix.cache());
+  const auto& prefix_cache = dynamic_cast<const TieredCache&>(prefix->cache());
 
-  auto run = [&](const std::string& policy, double budget, const RunOutput* reference) {
+  auto run = [&](const std::string& policy, double budget, const RunOutput* reference,
+                 bool bounded) {
+    ResetPeakRss();  // each row's peak_rss_bytes is the peak of that row alone
     const auto start = Clock::now();
     KvConfig config = ApplyPolicyVariant(settings.kv, policy);
     config.budget = policy == "full" ? 1.0 : budget;
     config.budget_bytes = -1;
-    Session session(prefix, [&](const KvCache&, const Rope& r) {
-      return ForkKvCache(prefix_cache, config, r, pool);
-    });
+    std::optional<Session> own;  // bounded: this row's own chunked prefill
+    std::vector<float> own_logits;
+    double own_prefill_seconds = 0.0;
+    if (bounded) {
+      SessionOptions chunked = options;
+      chunked.prefill_chunk = config.ForwardBatch(options.prefill_chunk);
+      own.emplace(*model.model, pool, chunked, [&](const KvGeometry& g, const Rope& r) {
+        return CreateKvCache(config, g, r);
+      });
+      own->BeginRun(prompt, extra);
+      const std::span<const float> l = own->Prefill(turns.first);
+      own_logits.assign(l.begin(), l.end());
+      own_prefill_seconds = Since(start);
+    }
+    std::optional<Session> forked;
+    if (!bounded) {
+      forked.emplace(*prefix, [&](const KvCache&, const Rope& r) {
+        return ForkKvCache(prefix_cache, config, r, pool);
+      });
+    }
+    Session& session = bounded ? *own : *forked;
     std::optional<Session> shadow;
     if (settings.shadow && policy != "full") {
-      shadow.emplace(prefix, [&](const KvCache&, const Rope& r) {
+      shadow.emplace(*prefix, [&](const KvCache&, const Rope& r) {
         return std::unique_ptr<KvCache>(ForkShadowCache(prefix_cache, r, pool));
       });
     }
     RunOutput out = RunOne(model, session, shadow ? &*shadow : nullptr, settings, task, turns,
-                           prefix_logits, reference);
+                           bounded ? std::span<const float>(own_logits) : prefix_logits,
+                           reference);
     const std::string name = settings.tag.empty() ? policy : policy + "[" + settings.tag + "]";
-    on_row(Row(model, task, turns, name, config.budget, out, reference, prefill_seconds,
-               Since(start), settings.shadow));
+    json row = Row(model, task, turns, name, config.budget, out, reference,
+                   bounded ? own_prefill_seconds : prefill_seconds, Since(start),
+                   settings.shadow);
+    row["prefill_mode"] = policy == "full" ? "full" : bounded ? "bounded" : "prompt-end";
+    row["prefill_chunk"] = bounded ? config.prefill_chunk : 0;
+    on_row(std::move(row));
     return out;
   };
 
-  const RunOutput full = run("full", 1.0, nullptr);
-  for (const std::string& policy : settings.policies) {
-    if (policy == "full") continue;
-    for (double budget : settings.budgets) run(policy, budget, &full);
+  const RunOutput full = run("full", 1.0, nullptr, false);
+  for (const bool bounded : {true, false}) {
+    if (bounded ? !settings.bounded : !settings.prompt_end) continue;
+    // Bounded rows without shadows or prompt-end rows to come need no fp16 prefix: dropping it
+    // first makes their RSS that of a process holding their own cache alone.
+    if (bounded && !settings.prompt_end && !settings.shadow) prefix_session.reset();
+    for (const std::string& policy : settings.policies) {
+      if (policy == "full") continue;
+      for (double budget : settings.budgets) run(policy, budget, &full, bounded);
+    }
   }
 }
 

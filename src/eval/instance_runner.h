@@ -1,7 +1,8 @@
-// Runs one task instance for every policy and budget: the prompt is prefilled once into a prefix
-// cache (policy/registry.h, CreatePrefixCache) and each (policy, budget) continues from a fork
-// of it, so all rows of an instance share the same prompt computation bit for bit. The full
-// cache runs first; its outputs are the reference for agreement, edit similarity and KL. With
+// Runs one task instance for every policy and budget. The prompt is prefilled once into a prefix
+// cache (policy/registry.h, CreatePrefixCache) that gives the full cache's row and, in
+// prompt-end mode, a fork for each (policy, budget), so those rows share the same prompt
+// computation bit for bit; in bounded mode each (policy, budget) reads the prompt itself in
+// chunks, routing between them. The full cache runs first; its outputs are the reference for agreement, edit similarity and KL. With
 // a shadow, every compressed run is mirrored by a never-routing fp16 fork fed the same tokens,
 // which measures missed attention mass and FMM (eval/attention_miss.h).
 #pragma once
@@ -25,7 +26,15 @@ struct EvalSettings {
   KvConfig kv;                        // geometry and policy parameters shared by every row
   bool shadow = false;                // missed attention mass and FMM against a shadow
   int fmm_horizon = 32;               // H: decode steps after a routing step counted by FMM
-  int prefill_chunk = 256;
+  int prefill_chunk = 256;  // tokens per forward pass (capped by kv.prefill_chunk when bounded)
+  // How compressed rows read the prompt (docs/evaluation.md, "Prefill modes"); each row says
+  // which in "prefill_mode":
+  //   bounded     each (policy, budget) prefills the prompt itself, routing after every
+  //               kv.prefill_chunk tokens: the memory a user with a budget gets (the default);
+  //   prompt-end  the prompt is read once in fp16 and forked into every (policy, budget), whose
+  //               first routing step follows the whole prompt (the paper's setting).
+  bool bounded = true;
+  bool prompt_end = false;
   // Appended to every row's policy name as "name[tag]" (ablation runs whose rows are merged
   // with a main run's, e.g. a run with --kv-bits 4); "" for none.
   std::string tag;

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -142,6 +143,52 @@ void BlockPool::Free(uint32_t handle) {
     ++empty_slabs_;
     if (empty_slabs_ > 1) ReleaseSlab(index);
   }
+}
+
+int64_t BlockPool::Compact(const std::function<void(uint32_t from, uint32_t to)>& relocate) {
+  // Mapped slabs, fullest first (lowest index among equals, so the result is deterministic).
+  std::vector<int> order;
+  for (int i = 0; i < static_cast<int>(slabs_.size()); ++i) {
+    if (slabs_[i].base != nullptr) order.push_back(i);
+  }
+  auto live_in = [&](int i) {
+    return blocks_per_slab_ - static_cast<int>(slabs_[i].free_slots.size());
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return live_in(a) > live_in(b); });
+  const size_t keep = static_cast<size_t>(MinimumSlabs());
+  int64_t moved = 0;
+  size_t target = 0;  // the kept slab receiving blocks
+  std::vector<bool> is_free(blocks_per_slab_);
+  for (size_t s = keep; s < order.size(); ++s) {
+    const int from_index = order[s];
+    Slab& from = slabs_[from_index];
+    if (static_cast<int>(from.free_slots.size()) == blocks_per_slab_) continue;
+    std::fill(is_free.begin(), is_free.end(), false);
+    for (uint16_t slot : from.free_slots) is_free[slot] = true;
+    for (int slot = 0; slot < blocks_per_slab_; ++slot) {
+      if (is_free[slot]) continue;
+      while (slabs_[order[target]].free_slots.empty()) ++target;  // kept slabs have the room
+      QEVICT_CHECK(target < keep);
+      const int to_index = order[target];
+      Slab& to = slabs_[to_index];
+      const uint16_t to_slot = to.free_slots.back();
+      to.free_slots.pop_back();
+      if (to.free_slots.empty()) SetNonFull(to_index, false);
+      std::memcpy(to.base + int64_t{to_slot} * block_bytes_,
+                  from.base + int64_t{slot} * block_bytes_, block_bytes_);
+      from.free_slots.push_back(static_cast<uint16_t>(slot));
+      relocate((static_cast<uint32_t>(from_index) << slab_shift_) | static_cast<uint32_t>(slot),
+               (static_cast<uint32_t>(to_index) << slab_shift_) | to_slot);
+      ++moved;
+    }
+    SetNonFull(from_index, true);
+    ++empty_slabs_;
+  }
+  for (size_t s = keep; s < order.size(); ++s) {
+    if (static_cast<int>(slabs_[order[s]].free_slots.size()) == blocks_per_slab_) ReleaseSlab(order[s]);
+  }
+  return moved;
 }
 
 int64_t BlockPool::CountLiveBlocks() const {

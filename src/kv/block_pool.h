@@ -4,9 +4,16 @@
 // (one empty slab is kept to absorb alloc/free churn). live_bytes() is exactly the bytes of
 // blocks handed out and not yet freed: the tiered cache reports its tiers from these counters,
 // and CountLiveBlocks() recounts them from the slabs' own free lists so tests can check both.
+//
+// Freeing blocks alone leaves survivors scattered over many slabs, each of which stays mapped.
+// Compact() moves live blocks out of the emptiest slabs into the holes of the fullest ones and
+// unmaps every slab it empties, so afterwards reserved_bytes() <= live bytes rounded up to whole
+// slabs: ceil(live_blocks / blocks_per_slab) slabs, nothing more. Handles change; the owner
+// updates its references from the relocation callback (docs/kv-cache.md, "Memory").
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace qevict {
@@ -27,6 +34,15 @@ class BlockPool {
     return slabs_[handle >> slab_shift_].base +
            static_cast<int64_t>(handle & (blocks_per_slab_ - 1)) * block_bytes_;
   }
+
+  // Moves live blocks so that they fill the fewest slabs, then unmaps every empty slab (the
+  // spare kept for churn too). relocate(from, to) runs after a block's bytes were copied to its
+  // new handle. Returns the number of blocks moved. Not thread-safe (call between batches).
+  int64_t Compact(const std::function<void(uint32_t from, uint32_t to)>& relocate);
+  int64_t slab_bytes() const { return slab_bytes_; }
+  int blocks_per_slab() const { return blocks_per_slab_; }
+  // Slabs the live blocks need at least: what reserved_bytes() is after Compact().
+  int64_t MinimumSlabs() const { return (live_blocks_ + blocks_per_slab_ - 1) / blocks_per_slab_; }
 
   void Reset();  // frees every block and unmaps every slab
   // Becomes a copy of `other` (same block size): same handles, same contents, same free lists.

@@ -106,6 +106,10 @@ KvStats FullCache::Stats() const {
   s.fp16_bytes = count_.back() * geo_.fp16_bytes_per_token();
   s.peak_bytes = peak_tokens_ * geo_.fp16_bytes_per_token();
   s.full_fp16_bytes = s.fp16_bytes;
+  // Pages of the preallocated arrays are touched as tokens arrive and kept for later runs.
+  s.pool_reserved_bytes = s.peak_bytes;
+  s.reserved_bytes = s.peak_bytes;
+  s.peak_reserved_bytes = s.peak_bytes;
   return s;
 }
 

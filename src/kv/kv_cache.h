@@ -57,6 +57,18 @@ struct KvStats {
   int64_t mean_quant_bytes = 0;
   int64_t cold_peak_bytes = 0;      // max of cold_bytes
   int64_t pool_reserved_bytes = 0;  // mapped by the block allocator (>= fp16 + quant bytes)
+  // Everything the cache holds from the OS for its tokens: the pools' mapped slabs plus policy
+  // buffers (observation queries). What the process is charged for the cache; >= the ledger's
+  // fp16 + quant bytes. The server's --kv-memory-limit accounts these bytes.
+  int64_t reserved_bytes = 0;
+  int64_t peak_reserved_bytes = 0;  // max of reserved_bytes over the run
+  int64_t compaction_moves = 0;     // blocks moved to return emptied slabs to the OS
+  // Max of reserved_bytes right after each routing step (compaction done): what the cache keeps
+  // mapped in its steady state, <= 1.25 x max(budget, floor) + 1 MiB (docs/kv-cache.md, "Memory").
+  int64_t routed_reserved_peak_bytes = 0;
+  // The least the cache holds whatever the budget: sinks, recent windows, the growing window,
+  // positions and policy buffers, at their largest over the run (-1 without a budget).
+  int64_t floor_bytes = -1;
 
   int64_t resident_bytes() const { return fp16_bytes + quant_bytes + meta_bytes; }
 };
@@ -77,6 +89,10 @@ class KvCache {
   // position (causal). q: [n][n_heads][head_dim] fp32 with RoPE applied; out: same shape.
   virtual void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
                       ThreadPool& pool) = 0;
+
+  // Before a batch goes through the layers: what it is (a prompt chunk, a prompt's end, or a
+  // generated token). Tiered caches keep the queries of prompts only (observation).
+  virtual void BeginBatch(BatchKind kind) {}
 
   // After a batch has gone through every layer; tiered caches score and route here.
   virtual void EndBatch(BatchKind kind, ThreadPool& pool) = 0;

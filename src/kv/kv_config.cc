@@ -110,7 +110,7 @@ const std::vector<KvOptionDoc>& KvOptionDocs() {
       {"--kv-route-every", "8", "Ω: generated tokens between routing steps", false},
       {"--kv-q-share", "0.5", "share of the band's bytes given to the quantized tier", true},
       {"--kv-recovery", "paper", "promoted windows hold dequantized codes (paper) or exact fp16 originals from a cold store (exact)", false},
-      {"--kv-prefill-chunk", "0", "route after every prompt chunk of this many tokens (0 = only after the prompt)", false},
+      {"--kv-prefill-chunk", "512", "with a budget, route after every prompt chunk of this many tokens so the cache peaks at budget + one chunk (0 = the paper's mode: route once, after the whole prompt)", true},
       {"--kv-hysteresis", "0", "a quantized window is promoted only if its score beats the fp16 window's by this fraction", true},
       {"--kv-query-aware", "true", "qevict: rank by each prompt's pooled question attention plus decode mass since (false: the cache's score alone)", true},
       {"--kv-query-kernel", "31", "qevict: max-pool kernel over the question's token attention (wider than SnapKV's 7 so a needle's neighbouring windows rank with it)", true},

@@ -42,7 +42,10 @@ struct KvConfig {
   int route_every = 8;        // Ω: generated tokens between routing steps
   double q_share = 0.5;       // share of the band's bytes given to the Q tier (choice)
   double hysteresis = 0.0;    // a Q window must beat an FP window's score by this fraction (choice)
-  int prefill_chunk = 0;      // > 0: route after every prompt chunk (the engine feeds chunks this size)
+  // Bounded prefill: with a budget, the prompt is routed after every chunk of this many tokens,
+  // so the cache peaks at the budget plus one chunk (spec, "Budget"). 0: the paper's prompt-end
+  // mode (the whole prompt in fp16, routed once it is read). Ignored without a budget.
+  int prefill_chunk = 512;
   ScoreMode score = ScoreMode::kCumulative;
   double score_decay = 0.95;  // per query, for ScoreMode::kDecay (choice)
   RecoveryFidelity recovery = RecoveryFidelity::kPaper;
@@ -58,6 +61,12 @@ struct KvConfig {
   double pyramid_beta = 20.0; // pyramidkv: the last layer gets 1/beta of the mean band budget
 
   bool print_stats = false;  // --kv-stats: the CLI prints KvStats after a run (not used by the cache)
+
+  // Tokens per forward pass while prefilling, given the engine's batch: never more than a
+  // bounded-prefill chunk, so routing steps fall on chunk boundaries.
+  int ForwardBatch(int batch) const {
+    return prefill_chunk > 0 && prefill_chunk < batch ? prefill_chunk : batch;
+  }
 
   // Throws qevict::Error naming the option and the accepted values when one is out of range.
   void Validate() const;

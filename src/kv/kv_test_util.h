@@ -74,6 +74,7 @@ inline void RunBatch(KvCache& cache, const SyntheticModel& model, int32_t first_
       v(static_cast<size_t>(n) * kv_row), o(static_cast<size_t>(n) * q_row);
   std::vector<int32_t> pos(n);
   if (out != nullptr) out->assign(static_cast<size_t>(g.n_layers) * n * q_row, 0.0f);
+  cache.BeginBatch(kind);
   for (int layer = 0; layer < g.n_layers; ++layer) {
     for (int i = 0; i < n; ++i) {
       pos[i] = first_pos + i;

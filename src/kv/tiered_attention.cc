@@ -128,7 +128,7 @@ void TieredCache::Attend(int layer, int n, const int32_t* pos, const float* q, f
     NoAttentionObserver none;
     GroupedAttentionOverPrefix(geo_, n, visible_.data(), q, out, pool, score, accumulate, none);
   }
-  if (observing_) RememberQueries(l, n, pos, q);
+  if (remember_queries_) RememberQueries(l, n, pos, q);
 }
 
 void TieredCache::UpdateScores(LayerState& l, int n, const int64_t* visible) {

@@ -129,9 +129,59 @@ uint16_t* TieredCache::FpV(const WindowRecord& w, int head) const {
 int64_t TieredCache::MetaBytes() const {
   int64_t records = 0;
   for (const LayerState& l : layers_) records += static_cast<int64_t>(l.windows.size());
-  // Window records plus the position of every stored token (needed for RoPE at read time).
+  // Window records, the position of every stored token (needed for RoPE at read time) and the
+  // observation queries a policy keeps.
   return records * static_cast<int64_t>(sizeof(WindowRecord)) +
-         layers_.front().count * static_cast<int64_t>(sizeof(int32_t));
+         layers_.front().count * static_cast<int64_t>(sizeof(int32_t)) + ObservationBytes();
+}
+
+// The latest queries kept for policies that observe a prompt's end (snapkv, pyramidkv,
+// qevict-qa): [snapkv_window][n_heads][head_dim] fp32 and their positions, per layer. Charged to
+// the budget like any other state the cache holds for a policy.
+int64_t TieredCache::ObservationBytes() const {
+  return obs_held_ ? ObservationBytesFor(config_, geo_) : 0;
+}
+
+void TieredCache::HoldObservation() {
+  for (LayerState& l : layers_) {
+    l.obs_queries.resize(static_cast<size_t>(config_.snapkv_window) * geo_.n_heads * geo_.head_dim);
+    l.obs_pos.resize(config_.snapkv_window);
+    l.obs_filled = l.obs_next = 0;
+  }
+  obs_held_ = true;
+}
+
+void TieredCache::ReleaseObservation() {
+  for (LayerState& l : layers_) {
+    l.obs_queries = {};
+    l.obs_pos = {};
+    l.obs_filled = l.obs_next = 0;
+  }
+  obs_held_ = false;
+  remember_queries_ = false;
+}
+
+// A prompt's queries are observed from its first batch on; generated tokens' are not.
+void TieredCache::BeginBatch(BatchKind kind) {
+  remember_queries_ = observing_ && kind != BatchKind::kGenerated;
+  if (remember_queries_ && !obs_held_) HoldObservation();
+}
+
+int64_t TieredCache::ObservationBytesFor(const KvConfig& config, const KvGeometry& geometry) {
+  const int64_t per_query = int64_t{geometry.n_heads} * geometry.head_dim * 4 + 4;
+  return int64_t{geometry.n_layers} * config.snapkv_window * per_query;
+}
+
+int64_t TieredCache::MappedSlackBytes(const KvConfig& config, const KvGeometry& geometry,
+                                      int64_t budget_bytes) {
+  const QuantLayout q = QuantLayout::Make(geometry.n_kv_heads, config.window, geometry.head_dim,
+                                          config.bits, config.value_group);
+  const int64_t fp_block = int64_t{2} * geometry.n_kv_heads * config.window * geometry.head_dim * 2;
+  const int64_t sink_block = int64_t{2} * geometry.n_kv_heads * config.sinks * geometry.head_dim * 2;
+  const int64_t slabs = BlockPool(fp_block).slab_bytes() + BlockPool(q.bytes).slab_bytes() +
+                        BlockPool(std::max<int64_t>(2, sink_block)).slab_bytes();
+  const int64_t demoted = budget_bytes > 0 ? static_cast<int64_t>(config.q_share * budget_bytes) : 0;
+  return slabs + demoted;
 }
 
 int64_t TieredCache::resident_bytes() const {
@@ -168,6 +218,8 @@ int64_t TieredCache::NextTokenGrowth() const {
 // be forced to hold while it stores between from_tokens and to_tokens tokens.
 int64_t TieredCache::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) const {
   const int64_t fp_cost = fp_block_bytes_ + static_cast<int64_t>(sizeof(WindowRecord));
+  // Held while a prompt is read (a bounded prefill routes then).
+  const int64_t observation = observing_ ? ObservationBytesFor(config_, geo_) : 0;
   int64_t worst = 0;
   for (int64_t n = std::max<int64_t>(1, from_tokens); n <= to_tokens; ++n) {
     const int64_t windows = n > sinks_ ? (n - sinks_ + window_ - 1) / window_ : 0;
@@ -175,7 +227,7 @@ int64_t TieredCache::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) con
     const bool grows = n >= sinks_ && (n - sinks_) % window_ == 0;
     const int64_t per_layer = (sinks_ > 0 ? sink_block_bytes_ : 0) +
                               (windows - band + (grows ? 1 : 0)) * fp_cost;
-    worst = std::max(worst, per_layer * geo_.n_layers + (n + 1) * int64_t{4});
+    worst = std::max(worst, per_layer * geo_.n_layers + (n + 1) * int64_t{4} + observation);
   }
   return worst;
 }
@@ -188,7 +240,16 @@ void TieredCache::UpdatePeaks() {
   stats_.peak_fp16_bytes = std::max(stats_.peak_fp16_bytes, fp16);
   stats_.peak_quant_bytes = std::max(stats_.peak_quant_bytes, quant);
   batch_peak_ = std::max(batch_peak_, resident);
+  peak_reserved_ = std::max(peak_reserved_, ReservedBytes());
 }
+
+int64_t TieredCache::PoolReservedBytes() const {
+  return fp_pool_.reserved_bytes() + q_pool_.reserved_bytes() + sink_pool_.reserved_bytes();
+}
+
+// What the cache holds from the OS for its tokens: the pools' mapped slabs and the observation
+// buffer (the window-record vectors are reserved once per cache, touched as windows are made).
+int64_t TieredCache::ReservedBytes() const { return PoolReservedBytes() + ObservationBytes(); }
 
 // ---- run ------------------------------------------------------------------------------------
 
@@ -205,6 +266,8 @@ void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
     l.obs_filled = l.obs_next = 0;
   }
   stats_ = KvStats{};
+  peak_reserved_ = 0;
+  tokens_at_route_ = 0;
   routed_ = false;
   over_budget_ = false;
   since_route_ = 0;
@@ -213,12 +276,11 @@ void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   samples_ = 0;
 
   SetBudget(prompt_tokens, max_new_tokens);
+  ReleaseObservation();
+  // Callers that do not announce batches (BeginBatch) observe every query from the start.
   if (observing_) {
-    for (LayerState& l : layers_) {
-      l.obs_queries.resize(static_cast<size_t>(config_.snapkv_window) * geo_.n_heads *
-                           geo_.head_dim);
-      l.obs_pos.resize(config_.snapkv_window);
-    }
+    HoldObservation();
+    remember_queries_ = true;
   }
 }
 
@@ -240,8 +302,10 @@ void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
   observing_ = for_forks_ || (policy_->wants_observation() && budget_bytes_ >= 0);
   policy_->BeginRun();
 
+  stats_.floor_bytes = -1;
   if (budget_bytes_ >= 0) {
     const int64_t floor = WorstFloorBytes(prompt_tokens, std::max(run_tokens_, int64_t{1}));
+    stats_.floor_bytes = floor;
     if (budget_bytes_ < floor) {
       const double fraction = static_cast<double>(floor) /
                               (std::max<int64_t>(run_tokens_, 1) * geo_.fp16_bytes_per_token());
@@ -315,7 +379,10 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
   bool route = false;
   switch (kind) {
     case BatchKind::kPromptChunk:
-      route = config_.prefill_chunk > 0;
+      // Bounded prefill: with a budget, route once a chunk's worth of prompt has arrived since
+      // the last step, so the cache never holds more than the budget plus one chunk.
+      route = config_.prefill_chunk > 0 && budget_bytes_ >= 0 &&
+              layers_.back().count - tokens_at_route_ >= config_.prefill_chunk;
       break;
     case BatchKind::kPromptEnd:
       route = true;
@@ -330,7 +397,10 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
       break;
   }
   last_batch_ = kind;
-  if (route && !for_forks_) Route(kind, pool);
+  if (route && !for_forks_) {
+    Route(kind, pool);
+    tokens_at_route_ = layers_.back().count;
+  }
   batch_peak_ = resident_bytes();
   if (routed_) {
     sum_resident_ += static_cast<double>(resident_bytes());
@@ -359,8 +429,9 @@ KvStats TieredCache::Stats() const {
   s.cold_peak_bytes = cold_ ? cold_->peak_bytes() : 0;
   s.budget_bytes = budget_bytes_;
   s.full_fp16_bytes = s.tokens_seen * geo_.fp16_bytes_per_token();
-  s.pool_reserved_bytes =
-      fp_pool_.reserved_bytes() + q_pool_.reserved_bytes() + sink_pool_.reserved_bytes();
+  s.pool_reserved_bytes = PoolReservedBytes();
+  s.reserved_bytes = ReservedBytes();
+  s.peak_reserved_bytes = peak_reserved_;
   if (samples_ > 0) {
     s.mean_resident_bytes = static_cast<int64_t>(sum_resident_ / samples_);
     s.mean_fp16_bytes = static_cast<int64_t>(sum_fp16_ / samples_);

@@ -56,6 +56,7 @@ class TieredCache : public KvCache {
   void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) override;
   void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
               ThreadPool& pool) override;
+  void BeginBatch(BatchKind kind) override;
   void EndBatch(BatchKind kind, ThreadPool& pool) override;
   KvStats Stats() const override;
   const KvGeometry& geometry() const override { return geo_; }
@@ -74,6 +75,15 @@ class TieredCache : public KvCache {
                                     const Rope& rope, ThreadPool& pool,
                                     bool keep_statistics = false) const;
   std::unique_ptr<FullCache> ForkFull(const Rope& rope) const;
+
+  // Bytes a cache of this configuration may hold mapped beyond its ledger: per pool, at most one
+  // partly filled slab after a routing step's compaction, and during a routing step the quantized
+  // copies of the windows it demotes before their fp16 slabs are compacted (up to the Q tier's
+  // share of the budget). For admission control (server/kv_reservation.h).
+  static int64_t MappedSlackBytes(const KvConfig& config, const KvGeometry& geometry,
+                                  int64_t budget_bytes);
+  // The observation buffer a policy that observes prompt ends holds (charged to the budget).
+  static int64_t ObservationBytesFor(const KvConfig& config, const KvGeometry& geometry);
 
   // Read-only diagnostics.
   WindowView View(int layer) const;
@@ -121,6 +131,9 @@ class TieredCache : public KvCache {
   float ScoreOf(const WindowRecord& w) const;
   void SetBudget(int64_t prompt_tokens, int64_t max_new_tokens);
   int64_t MetaBytes() const;
+  int64_t ObservationBytes() const;
+  int64_t PoolReservedBytes() const;
+  int64_t ReservedBytes() const;
   int64_t FloorBytes(const LayerState& l) const;
   int64_t NextTokenGrowth() const;
   int64_t WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) const;
@@ -140,10 +153,13 @@ class TieredCache : public KvCache {
   void UpdateScores(LayerState& l, int n, const int64_t* visible);
   void RememberQueries(LayerState& l, int n, const int32_t* pos, const float* q);
   void ComputeObservation(int layer, std::vector<float>* tokens) const;
+  void HoldObservation();     // allocates the observation buffers, empty
+  void ReleaseObservation();  // frees them (after the prompt end's routing step used them)
 
   // Routing (tiered_routing.cc).
   void Route(BatchKind trigger, ThreadPool& pool);
   void Apply(const Plan& plan, ThreadPool& pool);
+  void CompactPools();
   void Demote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
   void Promote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
 
@@ -167,6 +183,10 @@ class TieredCache : public KvCache {
   WindowMassObserver mass_;
   bool scoring_ = false;      // accumulate window mass (policy wants it and a budget applies)
   bool observing_ = false;    // keep the latest queries for observation
+  // The observation buffers are allocated (from a prompt's first batch until the routing step
+  // that ends it consumed them) and the current batch's queries go into them.
+  bool obs_held_ = false;
+  bool remember_queries_ = false;
   bool for_forks_ = false;    // KeepStatisticsForForks(): score and observe, never route
   BatchKind last_batch_ = BatchKind::kGenerated;  // the kind of the last EndBatch
 
@@ -177,8 +197,10 @@ class TieredCache : public KvCache {
   bool routed_ = false;        // the first routing step has happened
   bool over_budget_ = false;   // the last routing step could not meet the budget
   int64_t since_route_ = 0;    // generated tokens since the last routing step
+  int64_t tokens_at_route_ = 0;  // tokens stored when the last routing step ran
   KvStats stats_;              // counters; bytes are filled in by Stats()
   int64_t batch_peak_ = 0;     // max resident bytes since the last EndBatch
+  int64_t peak_reserved_ = 0;  // max of ReservedBytes() over the run
   double sum_resident_ = 0, sum_fp16_ = 0, sum_quant_ = 0;
   int64_t samples_ = 0;
 

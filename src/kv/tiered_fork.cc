@@ -52,6 +52,9 @@ std::unique_ptr<TieredCache> TieredCache::Fork(const KvConfig& config,
   fork->stats_.peak_quant_bytes = stats_.peak_quant_bytes;
   fork->stats_.prefill_peak_bytes = stats_.prefill_peak_bytes;
   fork->SetBudget(prompt_tokens_, run_tokens_ - prompt_tokens_);
+  fork->obs_held_ = obs_held_;
+  fork->remember_queries_ = remember_queries_ && fork->observing_;
+  if (!fork->observing_) fork->ReleaseObservation();  // a policy that does not observe
   fork->batch_peak_ = batch_peak_;
   // The routing step that ended the prompt, now with the fork's policy and budget.
   if (layers_.front().count > 0) fork->EndBatch(last_batch_, pool);

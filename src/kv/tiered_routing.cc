@@ -43,11 +43,25 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   const int64_t q_cost = qlayout_.bytes + record;
   const int64_t reserve = NextTokenGrowth();
 
+  // The observation of a prompt's last queries; at a prompt's end the buffers it came from are
+  // freed before the budget is shared out (the next prompt allocates them again).
+  band_views_.resize(n_layers);
+  layer_bands_.resize(n_layers);
+  observation_.resize(n_layers);
+  observation_offsets_.resize(n_layers);
+  const bool observe = observing_ && obs_held_ && trigger != BatchKind::kGenerated;
+  if (observe) {
+    pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
+      for (int64_t l = first; l < last; ++l) ComputeObservation(static_cast<int>(l), &observation_[l]);
+    });
+  }
+  if (trigger == BatchKind::kPromptEnd) ReleaseObservation();
+
   // Bytes left for the bands once every floor (sinks, recent, positions, next token) is paid.
   int64_t total = RoutingContext::kUnlimited;
   bool short_of_floor = false;
   if (!unlimited) {
-    int64_t floors = layers_.front().count * int64_t{4} + reserve;
+    int64_t floors = layers_.front().count * int64_t{4} + reserve + ObservationBytes();
     for (const LayerState& l : layers_) floors += FloorBytes(l);
     total = budget_bytes_ - floors;
     if (total < 0) {
@@ -60,16 +74,6 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   double weight_sum = 0.0;
   for (double w : weights_) weight_sum += w;
 
-  band_views_.resize(n_layers);
-  layer_bands_.resize(n_layers);
-  observation_.resize(n_layers);
-  observation_offsets_.resize(n_layers);
-  const bool observe = observing_ && trigger != BatchKind::kGenerated;
-  if (observe) {
-    pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
-      for (int64_t l = first; l < last; ++l) ComputeObservation(static_cast<int>(l), &observation_[l]);
-    });
-  }
   for (int l = 0; l < n_layers; ++l) {
     const LayerState& state = layers_[l];
     const size_t band = BandSize(state);
@@ -117,6 +121,8 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   }
 
   Apply(plan_, pool);
+  stats_.routed_reserved_peak_bytes =
+      std::max(stats_.routed_reserved_peak_bytes, ReservedBytes());
   routed_ = true;
   over_budget_ = plan_.infeasible || short_of_floor;
   since_route_ = 0;
@@ -178,6 +184,37 @@ void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
     std::erase_if(state.windows, [](const WindowRecord& w) { return w.tier == Tier::kEvicted; });
   }
   UpdatePeaks();
+  CompactPools();
+}
+
+// Survivors of a routing step are scattered over the slabs prefill filled; moving them into the
+// fewest slabs returns the rest to the OS (docs/kv-cache.md, "Memory").
+void TieredCache::CompactPools() {
+  auto compact_windows = [&](BlockPool& pool, Tier tier) {
+    if (pool.reserved_bytes() <= pool.MinimumSlabs() * pool.slab_bytes()) return;
+    const int64_t handles = pool.reserved_bytes() / pool.slab_bytes();
+    std::vector<WindowRecord*> owner;  // [handle] the record holding it
+    for (LayerState& l : layers_) {
+      for (WindowRecord& w : l.windows) {
+        if (w.tier != tier) continue;
+        if (w.block >= owner.size()) owner.resize(std::max<size_t>(w.block + 1, handles), nullptr);
+        owner[w.block] = &w;
+      }
+    }
+    stats_.compaction_moves += pool.Compact([&](uint32_t from, uint32_t to) {
+      QEVICT_CHECK(from < owner.size() && owner[from] != nullptr);
+      owner[from]->block = to;
+    });
+  };
+  compact_windows(fp_pool_, Tier::kFp16);
+  compact_windows(q_pool_, Tier::kQuant);
+  if (sink_pool_.reserved_bytes() > sink_pool_.MinimumSlabs() * sink_pool_.slab_bytes()) {
+    stats_.compaction_moves += sink_pool_.Compact([&](uint32_t from, uint32_t to) {
+      for (LayerState& l : layers_) {
+        if (l.sink_block == from) l.sink_block = to;
+      }
+    });
+  }
 }
 
 // fp16 window -> quantized window (keys un-rotated to before RoPE). Exact recovery first copies

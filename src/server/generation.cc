@@ -23,7 +23,7 @@ GenerationRun::GenerationRun(const LoadedModel& model, SlotLease lease, Generati
     lease_.Run([this] {
       SessionOptions options;
       options.n_ctx = static_cast<int64_t>(job_.prompt.size()) + job_.max_tokens;
-      options.prefill_chunk = job_.kv.prefill_chunk > 0 ? job_.kv.prefill_chunk : job_.batch;
+      options.prefill_chunk = job_.kv.ForwardBatch(job_.batch);
       const KvConfig config = job_.kv;
       session_ = std::make_unique<Session>(*model_.model, lease_.pool(), options,
                                            [&config](const KvGeometry& g, const Rope& rope) {

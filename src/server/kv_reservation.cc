@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "kv/kv_quantizer.h"
+#include "kv/tiered_cache.h"
+#include "policy/registry.h"
 
 namespace qevict::server {
 namespace {
@@ -48,7 +50,9 @@ int64_t KvReservationBytes(const KvConfig& config, const KvGeometry& geometry,
   if (config.policy == "full") return run * per_token;
   const TieredSizes sizes(config, geometry);
   const int64_t everything = sizes.Fp16Blocks(run) + TieredSizes::Positions(run);
-  if (config.budget_bytes <= 0 && config.budget >= 1.0) return everything;
+  if (config.budget_bytes <= 0 && config.budget >= 1.0) {
+    return everything + TieredCache::MappedSlackBytes(config, geometry, 0);
+  }
 
   // With a budget, resident bytes (metadata included) stay under it from the first routing step
   // on, unless it is below the floor the cache keeps whatever the budget: sinks, the recent
@@ -75,7 +79,13 @@ int64_t KvReservationBytes(const KvConfig& config, const KvGeometry& geometry,
       config.prefill_chunk > 0
           ? steady + sizes.Fp16Blocks(config.prefill_chunk + config.window)
           : sizes.Fp16Blocks(prompt_tokens) + TieredSizes::Positions(prompt_tokens);
-  return std::min(everything, std::max(steady, prefill));
+  // What the pools map beyond the ledger (slabs, demotions in flight) and the observation
+  // buffer of policies that keep one: admission accounts reserved bytes, not only resident.
+  const int64_t mapped = TieredCache::MappedSlackBytes(config, geometry, budget) +
+                         (MakePolicy(config)->wants_observation()
+                              ? TieredCache::ObservationBytesFor(config, geometry)
+                              : 0);
+  return std::min(everything, std::max(steady, prefill)) + mapped;
 }
 
 std::string DescribeKvRequest(const KvConfig& config, const KvGeometry& geometry,

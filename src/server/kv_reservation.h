@@ -1,6 +1,6 @@
-// What admission control reserves for a request: the most resident KV bytes
-// (KvStats::resident_bytes) its cache can reach over the run, so that the sum over running
-// requests stays under --kv-memory-limit.
+// What admission control reserves for a request: the most KV bytes its cache can hold mapped
+// over the run (KvStats::reserved_bytes: the resident ledger plus the pools' slab slack and the
+// observation buffer), so that the sum over running requests stays under --kv-memory-limit.
 #pragma once
 
 #include <cstdint>

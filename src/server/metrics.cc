@@ -136,6 +136,7 @@ std::string ServerMetrics::RenderPrometheus(const SchedulerSnapshot& sched,
     sum.quant_bytes += s.kv.quant_bytes;
     sum.meta_bytes += s.kv.meta_bytes;
     sum.cold_bytes += s.kv.cold_bytes;
+    sum.reserved_bytes += s.kv.reserved_bytes;
     promotions += s.kv.promotions;
     demotions += s.kv.demotions;
     evictions += s.kv.evictions;
@@ -147,8 +148,12 @@ std::string ServerMetrics::RenderPrometheus(const SchedulerSnapshot& sched,
   w.Sample("qevict_kv_resident_bytes", sum.quant_bytes, "tier=\"quant\"");
   w.Sample("qevict_kv_resident_bytes", sum.meta_bytes, "tier=\"meta\"");
   w.Sample("qevict_kv_resident_bytes", sum.cold_bytes, "tier=\"cold\"");
+  w.Metric("qevict_kv_mapped_bytes", "gauge",
+           "KV bytes the active sessions' caches hold from the OS now (pool slabs and policy "
+           "buffers; >= the resident bytes).", sum.reserved_bytes);
   w.Metric("qevict_kv_reserved_bytes", "gauge",
-           "KV bytes reserved by admission control for running requests.", sched.reserved_bytes);
+           "KV bytes reserved by admission control for running requests (the most each "
+           "request's cache can hold mapped).", sched.reserved_bytes);
   w.Metric("qevict_kv_memory_limit_bytes", "gauge",
            "--kv-memory-limit (0: no limit beyond the slots).", sched.kv_memory_limit);
   w.Metric("qevict_kv_promotions_total", "counter", "Windows promoted back to fp16.", promotions);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <random>
 
+#include "engine/kv_stats_json.h"
 #include "server/api_error.h"
 
 namespace qevict::server {
@@ -63,23 +64,13 @@ json UsageJson(const Usage& u) {
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
+// The engine's KvStats JSON (the same fields `qevict run --kv-stats --json` prints: the ledger,
+// what the pools hold mapped, the process RSS), with the policy, and a warning a client can show
+// when the budget could not be met.
 json KvStatsJson(const std::string& policy, const KvStats& s) {
-  json j = {{"policy", policy},
-            {"resident_bytes", s.resident_bytes()},
-            {"peak_bytes", s.peak_bytes},
-            {"budget_bytes", s.budget_bytes},
-            {"full_fp16_bytes", s.full_fp16_bytes},
-            {"fp16_bytes", s.fp16_bytes},
-            {"quant_bytes", s.quant_bytes},
-            {"meta_bytes", s.meta_bytes},
-            {"cold_bytes", s.cold_bytes},
-            {"tokens_seen", s.tokens_seen},
-            {"tokens_resident", s.tokens_resident},
-            {"promotions", s.promotions},
-            {"demotions", s.demotions},
-            {"evictions", s.evictions},
-            {"infeasible", s.infeasible}};
-  if (!s.note.empty()) j["note"] = s.note;
+  json j = KvStatsToJson(s);
+  j["policy"] = policy;
+  if (s.infeasible) j["warning"] = "the KV budget cannot be met: " + s.note;
   return j;
 }
 
