@@ -10,8 +10,11 @@
 #     The same with one thread each at CTX1 lengths (stage speed1);
 #  3. the KV-policy table: `qevict bench` with `full` and, when `qevict run --help` offers
 #     --kv-budget, every policy in KV_POLICIES at every budget in KV_BUDGETS, at KV_CTX lengths;
-#  4. profiles (when `perf` works): decode and prefill of qevict alone, per context length;
-#  5. scripts/render_benchmarks.py turns the JSON into docs/benchmarks.md.
+#  4. the memory table: one process per (context in MEM_CTX, policy in MEM_POLICIES, budget in
+#     MEM_BUDGETS), `qevict bench` with MEM_GEN decode steps: the cache's ledger, what its pools
+#     keep mapped, and the process's peak and final RSS, each against the full cache's;
+#  5. profiles (when `perf` works): decode and prefill of qevict alone, per context length;
+#  6. scripts/render_benchmarks.py turns the JSON into docs/benchmarks.md.
 #
 # The machine may be shared: before each timed command the script waits (up to QUIET_WAIT
 # seconds) for a second in which at least QUIET_IDLE of the CPU time was idle, and it records
@@ -22,8 +25,9 @@
 # `qevict run --help` lists), KV_BUDGETS (0.05,0.1,0.2), KV_REPS (1), PROFILE (1 = when perf
 # works, 0 = skip), LLAMACPP (1 = compare with llama.cpp, 0 = qevict only), OUT
 # (docs/benchmarks.md), WORK (keep the raw results there instead of a temporary directory),
-# CTX1 (512: contexts of the one-thread comparison), STAGES (speed,speed1,kv,profile: with WORK,
-# rerun some stages and keep the others' results).
+# CTX1 (512: contexts of the one-thread comparison), MEM_CTX (2048,4096,8192), MEM_POLICIES
+# (qevict,snapkv,h2o), MEM_BUDGETS (0.05,0.1,0.2), MEM_GEN (16), STAGES
+# (speed,speed1,kv,memory,profile: with WORK, rerun some stages and keep the others' results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +44,11 @@ KV_CTX=${KV_CTX:-4096,8192}
 KV_BUDGETS=${KV_BUDGETS:-0.05,0.1,0.2}
 KV_POLICIES=${KV_POLICIES:-qevict}
 KV_REPS=${KV_REPS:-1}
-STAGES=${STAGES:-speed,speed1,kv,profile}
+STAGES=${STAGES:-speed,speed1,kv,memory,profile}
+MEM_CTX=${MEM_CTX:-2048,4096,8192}
+MEM_POLICIES=${MEM_POLICIES:-qevict,snapkv,h2o}
+MEM_BUDGETS=${MEM_BUDGETS:-0.05,0.1,0.2}
+MEM_GEN=${MEM_GEN:-16}
 CTX1=${CTX1:-512}
 PROFILE=${PROFILE:-1}
 LLAMACPP=${LLAMACPP:-1}
@@ -54,6 +62,7 @@ if [ -n "${WORK:-}" ]; then
   stage speed && rm -f "$WORK"/speed_* "$WORK"/llama_* "$WORK"/loadavg_*
   stage speed1 && rm -f "$WORK"/speed1_* "$WORK"/llama1_*
   stage kv && rm -f "$WORK"/kv_* "$WORK"/kvfail_*
+  stage memory && rm -f "$WORK"/mem_*
   stage profile && rm -f "$WORK"/profile_*
 else
   WORK=$(mktemp -d)
@@ -173,6 +182,26 @@ for L in "${kv_ctx_list[@]}"; do
   done
 done
 
+# Memory: one process per row, so that each peak RSS is that row's alone (weights included).
+if stage memory; then
+  IFS=, read -r -a mem_ctx <<<"$MEM_CTX"
+  IFS=, read -r -a mem_policies <<<"$MEM_POLICIES"
+  IFS=, read -r -a mem_budgets <<<"$MEM_BUDGETS"
+  for L in "${mem_ctx[@]}"; do
+    log "memory: full at $L"
+    "$BIN" bench -m "$MODEL" --ctx "$L" -t "$THREADS" --gen "$MEM_GEN" --reps 1 --json \
+      --bandwidth-mib 0 >"$WORK/mem_full_none_L$L.json"
+    for p in "${mem_policies[@]}"; do
+      for b in "${mem_budgets[@]}"; do
+        log "memory: $p at budget $b, context $L"
+        "$BIN" bench -m "$MODEL" --ctx "$L" -t "$THREADS" --gen "$MEM_GEN" --reps 1 --json \
+          --bandwidth-mib 0 --kv-policy "$p" --kv-budget "$b" >"$WORK/mem_${p}_${b}_L$L.json" ||
+          rm -f "$WORK/mem_${p}_${b}_L$L.json"
+      done
+    done
+  done
+fi
+
 # Profiles of qevict alone: perf switched on around one phase by `qevict bench --perf-control`.
 if ! stage profile; then
   :
@@ -224,7 +253,8 @@ json.dump({
     "bin": "$BIN", "model": "$MODEL", "threads": $THREADS, "gen": $GEN, "reps": $REPS,
     "rounds": $ROUNDS, "ctx": "$CTX", "ctx1": "$CTX1", "quiet_idle": $QUIET_IDLE,
     "quiet_wait": $QUIET_WAIT, "kv_ctx": "$KV_CTX", "kv_budgets": "$KV_BUDGETS",
-    "kv_reps": $KV_REPS,
+    "kv_reps": $KV_REPS, "mem_ctx": "$MEM_CTX", "mem_budgets": "$MEM_BUDGETS",
+    "mem_gen": $MEM_GEN,
     "llama_bench": "$LLAMA_BENCH",
     "llama_version": sh("scripts/bench_llamacpp.sh version") if "$LLAMA_BENCH" else "",
     "llama_cmake_flags": sh("scripts/bench_llamacpp.sh flags") if "$LLAMA_BENCH" else "",

@@ -504,8 +504,8 @@ def render_kv(work, meta):
             r["kv_peak_bytes"] >= 0.9 * full[r["ctx"]]["kv_peak_bytes"]]
     if held:
         lines += ["In %d of the %d budgeted rows the KV peak is within 10%% of the full cache's: "
-                  "the prompt is held in fp16 until it ends and only then routed to the budget "
-                  "(the default `--kv-prefill-chunk 0`), so the budget bounds the KV bytes during "
+                  "those rows held the prompt in fp16 until it ended (`--kv-prefill-chunk 0`, "
+                  "the paper's prompt-end mode), so the budget bounds the KV bytes during "
                   "decoding but not the peak RSS." % (
                       len(held), sum(1 for r in rows if r["policy"] != "full")), ""]
     for p, b, L, msg in fails:
@@ -513,6 +513,53 @@ def render_kv(work, meta):
     if fails:
         lines.append("")
     return lines
+
+
+def collect_memory(work):
+    rows = []
+    for path in sorted(glob.glob(os.path.join(work, "mem_*_L*.json"))):
+        m = re.match(r"mem_(.+)_([^_]+)_L(\d+)\.json$", os.path.basename(path))
+        j = try_load(path)
+        if m and j and j.get("rows"):
+            rows.append({"policy": m.group(1), "budget": m.group(2), "ctx": int(m.group(3)),
+                         **j["rows"][0]})
+    return rows
+
+
+def render_memory(work, meta):
+    """What the process is charged, next to the cache's ledger: one process per row."""
+    rows = collect_memory(work)
+    lines = ["## Memory: the cache's ledger, what it keeps mapped, and the process", ""]
+    if not rows:
+        return lines + ["Not measured.", ""]
+    lines += [
+        "One `qevict bench --ctx L --gen %s --reps 1 [--kv-policy P --kv-budget B]` process per "
+        "row, %s threads. *KV end*: the cache's ledger after the run (KvStats resident bytes); "
+        "*KV peak*: its maximum, reached while the prompt is read (bounded prefill: the budget "
+        "plus one %s-token chunk; `full`: every token); *mapped peak / end*: what the cache's "
+        "pools and policy buffers hold from the OS (KvStats reserved bytes), at their maximum and "
+        "after the run; *peak RSS / RSS end*: the whole process (weights included) as the OS "
+        "counts it (VmHWM / VmRSS). *saved*: the full row's peak RSS minus this row's, as a share "
+        "of the full cache's fp16 KV." % (meta.get("mem_gen", "?"), meta.get("threads"),
+                                          next((r.get("kv_prefill_chunk") for r in rows
+                                                if r.get("kv_prefill_chunk")), "?")), "",
+        "| context | policy | budget | KV end | KV peak | mapped peak | mapped end | peak RSS | "
+        "RSS end | saved |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    full = {r["ctx"]: r for r in rows if r["policy"] == "full"}
+    order = sorted(rows, key=lambda r: (r["ctx"], r["policy"] != "full", r["policy"],
+                                        r["budget"]))
+    for r in order:
+        f = full.get(r["ctx"])
+        saved = "-"
+        if f and r["policy"] != "full" and f["kv_full_fp16_bytes"] > 0:
+            saved = pct(100.0 * (f["peak_rss_bytes"] - r["peak_rss_bytes"]) / f["kv_full_fp16_bytes"])
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["ctx"], r["policy"], "-" if r["budget"] == "none" else r["budget"],
+            mib(r["kv_resident_bytes"]), mib(r["kv_peak_bytes"]),
+            mib(r.get("kv_peak_reserved_bytes", 0)), mib(r.get("kv_reserved_bytes", 0)),
+            mib(r["peak_rss_bytes"]), mib(r["rss_bytes"]), saved))
+    return lines + [""]
 
 
 def render_llama_build(meta, summaries):
@@ -556,6 +603,7 @@ def main():
     if speed:
         out += render_bandwidth(speed)
     out += render_kv(args.work, meta)
+    out += render_memory(args.work, meta)
     out += render_profiles(args.work, meta.get("threads", 0))
     out += render_commands(meta)
     out += render_llama_build(meta, summaries)

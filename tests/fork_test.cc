@@ -66,6 +66,7 @@ TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
       KvConfig c;
       c.policy = name;
       c.budget = std::string(name) == "full" ? 1.0 : budget;
+      c.prefill_chunk = 0;  // a fork is routed after the whole prompt: so is the fresh cache
       Session fresh(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
         return CreateKvCache(c, g, r);
       });

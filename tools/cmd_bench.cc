@@ -45,6 +45,7 @@ struct Row {
   KvStats kv_prefill, kv_end;
   MemoryStats mem;
   double bytes_per_token = 0.0;  // weights + KV read by one decode step (mean over the steps)
+  int prefill_chunk = 0;         // bounded prefill's routing chunk (0: routed at the prompt end)
 };
 
 std::vector<int64_t> ParseContexts(const std::string& list) {
@@ -154,6 +155,9 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   const KvCacheFactory factory = MakeKvCacheFactory(f.kv);
+  const KvConfig config = f.kv.Resolve();
+  const bool budgeted = config.policy != "full" && config.limited();
+  row.prefill_chunk = budgeted ? config.prefill_chunk : 0;
   for (int rep = 0; rep < f.reps; ++rep) {
     const bool last = rep + 1 == f.reps;
     // A fresh session (and cache) per repetition, as a new request would get.
@@ -204,6 +208,11 @@ nlohmann::json RowJson(const Row& r, double bandwidth_gbs) {
           {"kv_resident_bytes", r.kv_end.resident_bytes()},
           {"kv_resident_bytes_after_prompt", r.kv_prefill.resident_bytes()},
           {"kv_peak_bytes", r.kv_end.peak_bytes},
+          {"kv_prefill_peak_bytes", r.kv_end.prefill_peak_bytes},
+          {"kv_reserved_bytes", r.kv_end.reserved_bytes},
+          {"kv_peak_reserved_bytes", r.kv_end.peak_reserved_bytes},
+          {"kv_routed_reserved_peak_bytes", r.kv_end.routed_reserved_peak_bytes},
+          {"kv_prefill_chunk", r.prefill_chunk},
           {"kv_budget_bytes", r.kv_end.budget_bytes},
           {"kv_full_fp16_bytes", r.kv_end.full_fp16_bytes},
           {"kv_cold_bytes", r.kv_end.cold_bytes},

@@ -115,14 +115,16 @@ int RunEval(const EvalOptions& o) {
   }
 
   EvalSettings settings = o.settings;
-  int64_t rows_per_instance = 1;
+  int64_t compressed_rows = 0;  // per prefill mode
   for (const std::string& p : settings.policies) {
-    if (p != "full") rows_per_instance += static_cast<int64_t>(settings.budgets.size());
+    if (p != "full") compressed_rows += static_cast<int64_t>(settings.budgets.size());
   }
+  const int64_t modes = (settings.bounded ? 1 : 0) + (settings.prompt_end ? 1 : 0);
+  const int64_t rows_per_instance = 1 + compressed_rows * modes;
   // Work estimate for the ETA: a prompt token costs about 1, a decoded token 6 (12 with a shadow).
   const double decode_weight = settings.shadow ? 12.0 : 6.0;
   double total_work = 0.0;
-  std::vector<double> prefill_work, row_work;
+  std::vector<double> prefill_work, row_work, bounded_prefill_work;
   for (size_t i = 0; i < runnable.size(); ++i) {
     const double n = static_cast<double>(sizes[i]);
     const double prefill = n * (1.0 + n / 4096.0);  // attention grows with the prompt
@@ -131,8 +133,11 @@ int RunEval(const EvalOptions& o) {
                               : static_cast<double>(runnable[i].max_new_tokens) *
                                     std::max<size_t>(1, runnable[i].turns.size());
     prefill_work.push_back(prefill);
+    // A bounded row reads the prompt itself, attending to a budget-sized cache.
+    bounded_prefill_work.push_back(n * (1.0 + settings.kv.prefill_chunk / 4096.0));
     row_work.push_back(decode * decode_weight * (1.0 + n / 8192.0));
-    total_work += prefill + row_work.back() * static_cast<double>(rows_per_instance);
+    total_work += prefill + row_work.back() * static_cast<double>(rows_per_instance) +
+                  (settings.bounded ? bounded_prefill_work.back() * compressed_rows : 0.0);
   }
 
   std::filesystem::create_directories(o.out_dir);
@@ -154,7 +159,9 @@ int RunEval(const EvalOptions& o) {
       RunInstance(model, pool, settings, task, [&](json row) {
         rows_out << row.dump() << '\n';
         rows_out.flush();
-        progress.Advance(row_work[i] + (first_row ? prefill_work[i] : 0.0),
+        const bool bounded = row.value("prefill_mode", "") == "bounded";
+        progress.Advance(row_work[i] + (first_row ? prefill_work[i] : 0.0) +
+                             (bounded ? bounded_prefill_work[i] : 0.0),
                          task.id + " " + row["policy"].get<std::string>());
         first_row = false;
         rows.push_back(std::move(row));
@@ -182,6 +189,11 @@ int RunEval(const EvalOptions& o) {
                   {"policies", settings.policies},
                   {"budgets", settings.budgets},
                   {"shadow", settings.shadow},
+                  {"prefill_modes", settings.bounded && settings.prompt_end
+                                        ? json::array({"bounded", "prompt-end"})
+                                    : settings.bounded ? json::array({"bounded"})
+                                                       : json::array({"prompt-end"})},
+                  {"prefill_chunk", settings.bounded ? settings.kv.prefill_chunk : 0},
                   {"tag", settings.tag},
                   {"instances", runnable.size()},
                   {"rows", rows.size()},

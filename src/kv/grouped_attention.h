@@ -45,6 +45,13 @@ struct NoAttentionObserver {
 // items as in the unblocked path, with splits == 1.
 inline constexpr int kQueryBlock = 8;
 
+// Whether a batch of n queries goes through the blocked path (GroupedAttentionOverPrefix). The
+// window-mass observer derives its race-free rows from the same rule (kv/window_mass.cc).
+inline constexpr bool UsesQueryBlocks(int n) { return n >= 2 * kQueryBlock; }
+// The parallel item's query row of query i in a batch of n (per KV head): a block of
+// kQueryBlock queries in the blocked path, one query otherwise.
+inline constexpr int64_t QueryItemRow(int n, int i) { return UsesQueryBlocks(n) ? i / kQueryBlock : i; }
+
 template <class ScoreFn, class AccumulateFn, class Observer>
 void GroupedAttentionBlocked(const KvGeometry& geo, int n, const int64_t* visible,
                              const float* q, float* out, ThreadPool& pool, ScoreFn&& score,
@@ -109,7 +116,7 @@ template <class ScoreFn, class AccumulateFn, class Observer>
 void GroupedAttentionOverPrefix(const KvGeometry& geo, int n, const int64_t* visible,
                                 const float* q, float* out, ThreadPool& pool, ScoreFn&& score,
                                 AccumulateFn&& accumulate, Observer& observer) {
-  if (n >= 2 * kQueryBlock) {
+  if (UsesQueryBlocks(n)) {
     GroupedAttentionBlocked(geo, n, visible, q, out, pool, score, accumulate, observer);
     return;
   }

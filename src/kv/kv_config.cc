@@ -23,6 +23,14 @@ void Require(bool ok, const std::string& message) {
 
 }  // namespace
 
+std::optional<int64_t> KvConfig::BudgetBytes(int64_t run_tokens,
+                                             int64_t fp16_bytes_per_token) const {
+  if (budget_bytes > 0) return budget_bytes;
+  if (budget >= 1.0) return std::nullopt;
+  return static_cast<int64_t>(std::floor(budget * static_cast<double>(std::max<int64_t>(0, run_tokens)) *
+                                         static_cast<double>(fp16_bytes_per_token)));
+}
+
 const std::vector<std::string_view>& KnownKvPolicyNames() {
   static const std::vector<std::string_view> names = {
       "full", "streaming", "h2o", "tova", "snapkv", "pyramidkv", "kivi", "mikv", "qevict"};

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,14 @@ struct KvConfig {
   double pyramid_beta = 20.0; // pyramidkv: the last layer gets 1/beta of the mean band budget
 
   bool print_stats = false;  // --kv-stats: the CLI prints KvStats after a run (not used by the cache)
+
+  // The byte budget of a run of run_tokens tokens, or std::nullopt for "no limit". The one place
+  // where the options' encodings (budget == 1.0 without a byte cap: unlimited; budget_bytes > 0:
+  // an absolute cap; else a fraction of the run's fp16 cache) become a budget. Inside the cache
+  // "no budget" is only ever this nullopt; KvStats::budget_bytes prints it as -1 and policies see
+  // RoutingContext::kUnlimited, each converted in one place.
+  std::optional<int64_t> BudgetBytes(int64_t run_tokens, int64_t fp16_bytes_per_token) const;
+  bool limited() const { return budget_bytes > 0 || budget < 1.0; }
 
   // Tokens per forward pass while prefilling, given the engine's batch: never more than a
   // bounded-prefill chunk, so routing steps fall on chunk boundaries.

@@ -33,7 +33,7 @@ void TieredCache::PrefetchWindow(const LayerState& l, size_t k, int head, bool k
     PrefetchLines(keys ? FpK(w, head) : FpV(w, head), std::min<int64_t>(int64_t{window_} * hd * 2, 2048));
     return;
   }
-  const uint8_t* block = q_pool_.data(w.block);
+  const uint8_t* block = store_.data(WindowStore::Kind::kQuant, w.block);
   const int64_t rows = int64_t{window_} * qlayout_.row_bytes;
   if (keys) {
     PrefetchLines(block + qlayout_.key_codes + head * rows, rows);
@@ -68,7 +68,7 @@ void TieredCache::ScoreRange(int layer, int head, int64_t begin, int64_t end, co
     if (w.tier == Tier::kFp16) {
       ScoreFp16Keys(q, n_q, FpK(w, head) + o * hd, hd, len, hd, scale, dst, ld);
     } else {
-      ScoreQuantKeys(qlayout_, q_pool_.data(w.block), head, o, o + len,
+      ScoreQuantKeys(qlayout_, store_.data(WindowStore::Kind::kQuant, w.block), head, o, o + len,
                      pos_.data() + FirstToken(w.index) + o, rope_, q, n_q, scale, dst, ld);
     }
     r += len;
@@ -96,7 +96,7 @@ void TieredCache::AccumulateRange(int layer, int head, int64_t begin, int64_t en
     if (w.tier == Tier::kFp16) {
       AccumulateFp16Values(pw, n_q, ld, FpV(w, head) + o * hd, hd, len, hd, acc);
     } else {
-      AccumulateQuantValues(qlayout_, q_pool_.data(w.block), head, o, o + len, pw, n_q, ld, acc);
+      AccumulateQuantValues(qlayout_, store_.data(WindowStore::Kind::kQuant, w.block), head, o, o + len, pw, n_q, ld, acc);
     }
     r += len;
   }
@@ -221,7 +221,7 @@ void TieredCache::DenseLayer(int layer, std::vector<float>* keys, std::vector<fl
         }
         continue;
       }
-      const uint8_t* block = q_pool_.data(w.block);
+      const uint8_t* block = store_.data(WindowStore::Kind::kQuant, w.block);
       DequantizeRotatedKeys(qlayout_, block, h, 0, tokens, wpos, rope_, rows.data());
       for (int t = 0; t < tokens; ++t) {
         std::copy_n(rows.data() + t * hd, hd, keys->data() + (r0 + t) * row + h * hd);

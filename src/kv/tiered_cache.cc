@@ -38,13 +38,10 @@ TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, con
       recent_(config.recent),
       qlayout_(QuantLayout::Make(geometry.n_kv_heads, config.window, geometry.head_dim,
                                  config.bits, config.value_group)),
-      fp_block_bytes_(int64_t{2} * geometry.n_kv_heads * config.window * geometry.head_dim * 2),
-      sink_block_bytes_(std::max<int64_t>(
-          2, int64_t{2} * geometry.n_kv_heads * config.sinks * geometry.head_dim * 2)),
+      fp_block_bytes_(WindowStore::FpBlockBytes(config, geometry)),
+      sink_block_bytes_(WindowStore::SinkBlockBytes(config, geometry)),
       max_windows_((geometry.max_tokens + config.window - 1) / config.window + 1),
-      fp_pool_(fp_block_bytes_),
-      q_pool_(qlayout_.bytes),
-      sink_pool_(sink_block_bytes_) {
+      store_(config, geometry, qlayout_, int64_t{geometry.n_layers} * max_windows_) {
   config_.Validate();
   QEVICT_CHECK(policy_ != nullptr);
   QEVICT_CHECK(geo_.n_layers > 0 && geo_.n_kv_heads > 0 && geo_.head_dim > 0 &&
@@ -54,10 +51,6 @@ TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, con
   for (LayerState& l : layers_) l.windows.reserve(max_windows_);
   pos_.resize(geo_.max_tokens);
   mass_.Configure(geo_.n_heads, geo_.n_kv_heads, window_, max_windows_ + 1);
-  if (config_.recovery == RecoveryFidelity::kExact) {
-    cold_ = std::make_unique<ColdStore>(config_.cold_store_dir, fp_block_bytes_,
-                                        int64_t{geo_.n_layers} * max_windows_);
-  }
 }
 
 TieredCache::~TieredCache() = default;
@@ -110,14 +103,14 @@ float TieredCache::ScoreOf(const WindowRecord& w) const {
 }
 
 uint16_t* TieredCache::SinkK(const LayerState& l, int head) const {
-  return reinterpret_cast<uint16_t*>(sink_pool_.data(l.sink_block)) +
+  return reinterpret_cast<uint16_t*>(store_.data(WindowStore::Kind::kSink, l.sink_block)) +
          static_cast<int64_t>(head) * sinks_ * geo_.head_dim;
 }
 uint16_t* TieredCache::SinkV(const LayerState& l, int head) const {
   return SinkK(l, head) + static_cast<int64_t>(geo_.n_kv_heads) * sinks_ * geo_.head_dim;
 }
 uint16_t* TieredCache::FpK(const WindowRecord& w, int head) const {
-  return reinterpret_cast<uint16_t*>(fp_pool_.data(w.block)) +
+  return reinterpret_cast<uint16_t*>(store_.data(WindowStore::Kind::kFp16, w.block)) +
          static_cast<int64_t>(head) * window_ * geo_.head_dim;
 }
 uint16_t* TieredCache::FpV(const WindowRecord& w, int head) const {
@@ -174,24 +167,17 @@ int64_t TieredCache::ObservationBytesFor(const KvConfig& config, const KvGeometr
 
 int64_t TieredCache::MappedSlackBytes(const KvConfig& config, const KvGeometry& geometry,
                                       int64_t budget_bytes) {
-  const QuantLayout q = QuantLayout::Make(geometry.n_kv_heads, config.window, geometry.head_dim,
-                                          config.bits, config.value_group);
-  const int64_t fp_block = int64_t{2} * geometry.n_kv_heads * config.window * geometry.head_dim * 2;
-  const int64_t sink_block = int64_t{2} * geometry.n_kv_heads * config.sinks * geometry.head_dim * 2;
-  const int64_t slabs = BlockPool(fp_block).slab_bytes() + BlockPool(q.bytes).slab_bytes() +
-                        BlockPool(std::max<int64_t>(2, sink_block)).slab_bytes();
+  const int64_t slabs = WindowStore::SlabSlackBytes(config, geometry);
   const int64_t demoted = budget_bytes > 0 ? static_cast<int64_t>(config.q_share * budget_bytes) : 0;
   return slabs + demoted;
 }
 
 int64_t TieredCache::resident_bytes() const {
-  return fp_pool_.live_bytes() + sink_pool_.live_bytes() + q_pool_.live_bytes() + MetaBytes();
+  return store_.fp16_bytes() + store_.quant_bytes() + MetaBytes();
 }
 
 int64_t TieredCache::AllocatorResidentBytes() const {
-  return fp_pool_.CountLiveBlocks() * fp_pool_.block_bytes() +
-         sink_pool_.CountLiveBlocks() * sink_pool_.block_bytes() +
-         q_pool_.CountLiveBlocks() * q_pool_.block_bytes() + MetaBytes();
+  return store_.CountLiveBytes() + MetaBytes();
 }
 
 // Bytes a layer holds outside its band: sinks and the windows of the recent region.
@@ -233,8 +219,8 @@ int64_t TieredCache::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) con
 }
 
 void TieredCache::UpdatePeaks() {
-  const int64_t fp16 = fp_pool_.live_bytes() + sink_pool_.live_bytes();
-  const int64_t quant = q_pool_.live_bytes();
+  const int64_t fp16 = store_.fp16_bytes();
+  const int64_t quant = store_.quant_bytes();
   const int64_t resident = fp16 + quant + MetaBytes();
   stats_.peak_bytes = std::max(stats_.peak_bytes, resident);
   stats_.peak_fp16_bytes = std::max(stats_.peak_fp16_bytes, fp16);
@@ -243,21 +229,14 @@ void TieredCache::UpdatePeaks() {
   peak_reserved_ = std::max(peak_reserved_, ReservedBytes());
 }
 
-int64_t TieredCache::PoolReservedBytes() const {
-  return fp_pool_.reserved_bytes() + q_pool_.reserved_bytes() + sink_pool_.reserved_bytes();
-}
-
 // What the cache holds from the OS for its tokens: the pools' mapped slabs and the observation
 // buffer (the window-record vectors are reserved once per cache, touched as windows are made).
-int64_t TieredCache::ReservedBytes() const { return PoolReservedBytes() + ObservationBytes(); }
+int64_t TieredCache::ReservedBytes() const { return store_.reserved_bytes() + ObservationBytes(); }
 
 // ---- run ------------------------------------------------------------------------------------
 
 void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
-  fp_pool_.Reset();
-  q_pool_.Reset();
-  sink_pool_.Reset();
-  if (cold_) cold_->Reset();
+  store_.Reset();
   for (LayerState& l : layers_) {
     l.count = 0;
     l.sink_block = BlockPool::kNoBlock;
@@ -289,28 +268,21 @@ void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
 void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
   prompt_tokens_ = std::max<int64_t>(0, prompt_tokens);
   run_tokens_ = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
-  if (config_.budget_bytes > 0) {
-    budget_bytes_ = config_.budget_bytes;
-  } else if (config_.budget >= 1.0) {
-    budget_bytes_ = -1;
-  } else {
-    budget_bytes_ = static_cast<int64_t>(std::floor(
-        config_.budget * static_cast<double>(run_tokens_) * geo_.fp16_bytes_per_token()));
-  }
-  stats_.budget_bytes = budget_bytes_;
-  scoring_ = for_forks_ || (policy_->wants_scores() && budget_bytes_ >= 0);
-  observing_ = for_forks_ || (policy_->wants_observation() && budget_bytes_ >= 0);
+  budget_ = config_.BudgetBytes(run_tokens_, geo_.fp16_bytes_per_token());
+  stats_.budget_bytes = budget_.value_or(-1);
+  scoring_ = for_forks_ || (policy_->wants_scores() && budget_);
+  observing_ = for_forks_ || (policy_->wants_observation() && budget_);
   policy_->BeginRun();
 
   stats_.floor_bytes = -1;
-  if (budget_bytes_ >= 0) {
+  if (budget_) {
     const int64_t floor = WorstFloorBytes(prompt_tokens, std::max(run_tokens_, int64_t{1}));
     stats_.floor_bytes = floor;
-    if (budget_bytes_ < floor) {
+    if (*budget_ < floor) {
       const double fraction = static_cast<double>(floor) /
                               (std::max<int64_t>(run_tokens_, 1) * geo_.fp16_bytes_per_token());
       stats_.infeasible = true;
-      stats_.note = "budget of " + std::to_string(budget_bytes_) +
+      stats_.note = "budget of " + std::to_string(*budget_) +
                     " bytes is below the fp16 floor of " + std::to_string(floor) +
                     " bytes (sinks " + std::to_string(sinks_) + " + recent " +
                     std::to_string(recent_) + " tokens and one growing window in every layer, "
@@ -346,7 +318,7 @@ void TieredCache::Store(int layer, int n, const int32_t* pos, const float* k, co
     uint16_t* v_base;
     int64_t rows, row;  // rows per head in the block, and this token's row
     if (t < sinks_) {
-      if (l.sink_block == BlockPool::kNoBlock) l.sink_block = sink_pool_.Allocate();
+      if (l.sink_block == BlockPool::kNoBlock) l.sink_block = store_.Allocate(WindowStore::Kind::kSink);
       k_base = SinkK(l, 0);
       v_base = SinkV(l, 0);
       rows = sinks_;
@@ -354,7 +326,7 @@ void TieredCache::Store(int layer, int n, const int32_t* pos, const float* k, co
     } else {
       row = (t - sinks_) % window_;
       if (row == 0) {
-        l.windows.push_back(WindowRecord{fp_pool_.Allocate(), -1,
+        l.windows.push_back(WindowRecord{store_.Allocate(WindowStore::Kind::kFp16), -1,
                                          static_cast<int32_t>((t - sinks_) / window_),
                                          Tier::kFp16, 0.0f, 0.0f, 0.0f});
       }
@@ -381,7 +353,7 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
     case BatchKind::kPromptChunk:
       // Bounded prefill: with a budget, route once a chunk's worth of prompt has arrived since
       // the last step, so the cache never holds more than the budget plus one chunk.
-      route = config_.prefill_chunk > 0 && budget_bytes_ >= 0 &&
+      route = config_.prefill_chunk > 0 && budget_ &&
               layers_.back().count - tokens_at_route_ >= config_.prefill_chunk;
       break;
     case BatchKind::kPromptEnd:
@@ -392,8 +364,7 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
       // Early when the next token would not fit, unless the last step already could not meet
       // the budget (kivi, a budget below the floor): then routing each token would not help.
       route = !routed_ || since_route_ >= config_.route_every ||
-              (budget_bytes_ >= 0 && !over_budget_ &&
-               resident_bytes() + NextTokenGrowth() > budget_bytes_);
+              (budget_ && !over_budget_ && resident_bytes() + NextTokenGrowth() > *budget_);
       break;
   }
   last_batch_ = kind;
@@ -404,8 +375,8 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
   batch_peak_ = resident_bytes();
   if (routed_) {
     sum_resident_ += static_cast<double>(resident_bytes());
-    sum_fp16_ += static_cast<double>(fp_pool_.live_bytes() + sink_pool_.live_bytes());
-    sum_quant_ += static_cast<double>(q_pool_.live_bytes());
+    sum_fp16_ += static_cast<double>(store_.fp16_bytes());
+    sum_quant_ += static_cast<double>(store_.quant_bytes());
     ++samples_;
   }
 }
@@ -422,14 +393,14 @@ KvStats TieredCache::Stats() const {
     }
   }
   s.tokens_resident = resident_tokens / geo_.n_layers;
-  s.fp16_bytes = fp_pool_.live_bytes() + sink_pool_.live_bytes();
-  s.quant_bytes = q_pool_.live_bytes();
+  s.fp16_bytes = store_.fp16_bytes();
+  s.quant_bytes = store_.quant_bytes();
   s.meta_bytes = MetaBytes();
-  s.cold_bytes = cold_ ? cold_->live_bytes() : 0;
-  s.cold_peak_bytes = cold_ ? cold_->peak_bytes() : 0;
-  s.budget_bytes = budget_bytes_;
+  s.cold_bytes = store_.cold() ? store_.cold()->live_bytes() : 0;
+  s.cold_peak_bytes = store_.cold() ? store_.cold()->peak_bytes() : 0;
+  s.budget_bytes = budget_.value_or(-1);
   s.full_fp16_bytes = s.tokens_seen * geo_.fp16_bytes_per_token();
-  s.pool_reserved_bytes = PoolReservedBytes();
+  s.pool_reserved_bytes = store_.reserved_bytes();
   s.reserved_bytes = ReservedBytes();
   s.peak_reserved_bytes = peak_reserved_;
   if (samples_ > 0) {
@@ -472,9 +443,8 @@ WindowView TieredCache::View(int layer) const {
 }
 
 void TieredCache::ReleaseWindow(WindowRecord& w) {
-  if (w.tier == Tier::kFp16) fp_pool_.Free(w.block);
-  if (w.tier == Tier::kQuant) q_pool_.Free(w.block);
-  if (w.cold_slot >= 0) cold_->Free(w.cold_slot);
+  if (w.tier != Tier::kEvicted) store_.Free(WindowStore::KindOf(w.tier), w.block);
+  if (w.cold_slot >= 0) store_.cold()->Free(w.cold_slot);
   w.cold_slot = -1;
   w.block = BlockPool::kNoBlock;
   w.tier = Tier::kEvicted;

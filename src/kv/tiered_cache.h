@@ -14,16 +14,16 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
-#include "kv/block_pool.h"
-#include "kv/cold_store.h"
 #include "kv/full_cache.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_config.h"
 #include "kv/kv_quantizer.h"
 #include "kv/routing.h"
 #include "kv/window_mass.h"
+#include "kv/window_store.h"
 
 namespace qevict {
 
@@ -88,7 +88,7 @@ class TieredCache : public KvCache {
   // Read-only diagnostics.
   WindowView View(int layer) const;
   const KvConfig& config() const { return config_; }
-  int64_t budget_bytes() const { return budget_bytes_; }  // -1: unlimited
+  std::optional<int64_t> budget() const { return budget_; }  // nullopt: no limit
   // Bytes of live blocks recounted from the allocators' own free lists, plus metadata: must
   // equal Stats().resident_bytes() (tests check it).
   int64_t AllocatorResidentBytes() const;
@@ -132,7 +132,6 @@ class TieredCache : public KvCache {
   void SetBudget(int64_t prompt_tokens, int64_t max_new_tokens);
   int64_t MetaBytes() const;
   int64_t ObservationBytes() const;
-  int64_t PoolReservedBytes() const;
   int64_t ReservedBytes() const;
   int64_t FloorBytes(const LayerState& l) const;
   int64_t NextTokenGrowth() const;
@@ -159,7 +158,7 @@ class TieredCache : public KvCache {
   // Routing (tiered_routing.cc).
   void Route(BatchKind trigger, ThreadPool& pool);
   void Apply(const Plan& plan, ThreadPool& pool);
-  void CompactPools();
+  void CompactStore();
   void Demote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
   void Promote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
 
@@ -173,9 +172,7 @@ class TieredCache : public KvCache {
   const int64_t sink_block_bytes_;  // [2][n_kv_heads][S][head_dim] fp16
   const int64_t max_windows_;       // per layer and run
 
-  BlockPool fp_pool_, q_pool_, sink_pool_;
-  std::unique_ptr<ColdStore> cold_;  // exact recovery only
-  std::mutex apply_mutex_;           // pools and cold store during parallel Apply
+  WindowStore store_;  // the bytes of sinks and windows (and the cold store)
 
   std::vector<LayerState> layers_;
   std::vector<int32_t> pos_;  // [max_tokens] position of every stored token (all layers agree)
@@ -191,7 +188,7 @@ class TieredCache : public KvCache {
   BatchKind last_batch_ = BatchKind::kGenerated;  // the kind of the last EndBatch
 
   // Run state.
-  int64_t budget_bytes_ = -1;
+  std::optional<int64_t> budget_;  // KvConfig::BudgetBytes of the run; nullopt: no limit
   int64_t prompt_tokens_ = 0;  // prompt of BeginRun
   int64_t run_tokens_ = 0;     // prompt + max_new_tokens of BeginRun
   bool routed_ = false;        // the first routing step has happened

@@ -28,9 +28,7 @@ std::unique_ptr<TieredCache> TieredCache::Fork(const KvConfig& config,
   CheckSameLayout(config_, config);
   auto fork = std::make_unique<TieredCache>(config, geo_, rope, std::move(policy));
   fork->for_forks_ = keep_statistics;
-  fork->fp_pool_.CopyFrom(fp_pool_);
-  fork->q_pool_.CopyFrom(q_pool_);
-  fork->sink_pool_.CopyFrom(sink_pool_);
+  fork->store_.CopyFrom(store_);
   for (size_t i = 0; i < layers_.size(); ++i) {
     LayerState& to = fork->layers_[i];
     const LayerState& from = layers_[i];

@@ -37,7 +37,7 @@ void UnRotate(const Rope& rope, float* x, int32_t pos) {
 
 void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   const int n_layers = geo_.n_layers;
-  const bool unlimited = budget_bytes_ < 0;
+  const bool unlimited = !budget_;
   const int64_t record = static_cast<int64_t>(sizeof(WindowRecord));
   const int64_t fp_cost = fp_block_bytes_ + record;
   const int64_t q_cost = qlayout_.bytes + record;
@@ -63,7 +63,7 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   if (!unlimited) {
     int64_t floors = layers_.front().count * int64_t{4} + reserve + ObservationBytes();
     for (const LayerState& l : layers_) floors += FloorBytes(l);
-    total = budget_bytes_ - floors;
+    total = *budget_ - floors;
     if (total < 0) {
       short_of_floor = true;
       total = 0;
@@ -131,12 +131,12 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
     stats_.infeasible = true;
     stats_.note = plan_.infeasible
                       ? plan_.note
-                      : "budget of " + std::to_string(budget_bytes_) +
+                      : "budget of " + std::to_string(*budget_) +
                             " bytes cannot hold the sinks and recent windows at token " +
                             std::to_string(layers_.front().count);
   }
   if (!unlimited && !plan_.infeasible && !short_of_floor) {
-    QEVICT_CHECK(resident_bytes() + reserve <= budget_bytes_);
+    QEVICT_CHECK(resident_bytes() + reserve <= *budget_);
   }
 }
 
@@ -184,37 +184,31 @@ void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
     std::erase_if(state.windows, [](const WindowRecord& w) { return w.tier == Tier::kEvicted; });
   }
   UpdatePeaks();
-  CompactPools();
+  CompactStore();
 }
 
 // Survivors of a routing step are scattered over the slabs prefill filled; moving them into the
 // fewest slabs returns the rest to the OS (docs/kv-cache.md, "Memory").
-void TieredCache::CompactPools() {
-  auto compact_windows = [&](BlockPool& pool, Tier tier) {
-    if (pool.reserved_bytes() <= pool.MinimumSlabs() * pool.slab_bytes()) return;
-    const int64_t handles = pool.reserved_bytes() / pool.slab_bytes();
-    std::vector<WindowRecord*> owner;  // [handle] the record holding it
-    for (LayerState& l : layers_) {
-      for (WindowRecord& w : l.windows) {
-        if (w.tier != tier) continue;
-        if (w.block >= owner.size()) owner.resize(std::max<size_t>(w.block + 1, handles), nullptr);
-        owner[w.block] = &w;
-      }
+void TieredCache::CompactStore() {
+  std::vector<uint32_t*> owner[2];  // [tier][handle] where the handle is kept
+  for (LayerState& l : layers_) {
+    for (WindowRecord& w : l.windows) {
+      std::vector<uint32_t*>& o = owner[w.tier == Tier::kFp16 ? 0 : 1];
+      if (w.block >= o.size()) o.resize(w.block + 1, nullptr);
+      o[w.block] = &w.block;
     }
-    stats_.compaction_moves += pool.Compact([&](uint32_t from, uint32_t to) {
-      QEVICT_CHECK(from < owner.size() && owner[from] != nullptr);
-      owner[from]->block = to;
-    });
-  };
-  compact_windows(fp_pool_, Tier::kFp16);
-  compact_windows(q_pool_, Tier::kQuant);
-  if (sink_pool_.reserved_bytes() > sink_pool_.MinimumSlabs() * sink_pool_.slab_bytes()) {
-    stats_.compaction_moves += sink_pool_.Compact([&](uint32_t from, uint32_t to) {
+  }
+  stats_.compaction_moves += store_.Compact([&](WindowStore::Kind kind, uint32_t from, uint32_t to) {
+    if (kind == WindowStore::Kind::kSink) {
       for (LayerState& l : layers_) {
         if (l.sink_block == from) l.sink_block = to;
       }
-    });
-  }
+      return;
+    }
+    std::vector<uint32_t*>& o = owner[kind == WindowStore::Kind::kFp16 ? 0 : 1];
+    QEVICT_CHECK(from < o.size() && o[from] != nullptr);
+    *o[from] = to;
+  });
 }
 
 // fp16 window -> quantized window (keys un-rotated to before RoPE). Exact recovery first copies
@@ -223,16 +217,9 @@ void TieredCache::Demote(WindowRecord& w, std::vector<float>& scratch,
                          std::vector<uint8_t>& bytes) {
   const int n_kv = geo_.n_kv_heads, hd = geo_.head_dim;
   const int64_t elems = int64_t{n_kv} * window_ * hd;
-  const uint8_t* fp;
+  const uint8_t* fp = store_.SharedData(WindowStore::Kind::kFp16, w.block);
   uint8_t* cold = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(apply_mutex_);
-    fp = fp_pool_.data(w.block);
-    if (cold_ && w.cold_slot < 0) {
-      w.cold_slot = cold_->Allocate();
-      cold = cold_->data(w.cold_slot);
-    }
-  }
+  if (store_.cold() != nullptr && w.cold_slot < 0) w.cold_slot = store_.AllocateCold(&cold);
   if (cold != nullptr) std::memcpy(cold, fp, fp_block_bytes_);
   scratch.resize(2 * elems);
   float* keys = scratch.data();  // [n_kv][W][hd]
@@ -247,12 +234,7 @@ void TieredCache::Demote(WindowRecord& w, std::vector<float>& scratch,
   bytes.resize(qlayout_.bytes);
   QuantizeWindow(qlayout_, keys, values, bytes.data());
   uint8_t* dst;
-  {
-    std::lock_guard<std::mutex> lock(apply_mutex_);
-    fp_pool_.Free(w.block);
-    w.block = q_pool_.Allocate();
-    dst = q_pool_.data(w.block);
-  }
+  w.block = store_.Replace(WindowStore::Kind::kFp16, w.block, WindowStore::Kind::kQuant, &dst);
   std::memcpy(dst, bytes.data(), qlayout_.bytes);
   w.tier = Tier::kQuant;
 }
@@ -265,13 +247,9 @@ void TieredCache::Promote(WindowRecord& w, std::vector<float>& scratch,
   const int64_t elems = int64_t{n_kv} * window_ * hd;
   bytes.resize(fp_block_bytes_);
   if (w.cold_slot >= 0) {
-    std::memcpy(bytes.data(), cold_->data(w.cold_slot), fp_block_bytes_);
+    std::memcpy(bytes.data(), store_.cold()->data(w.cold_slot), fp_block_bytes_);
   } else {
-    const uint8_t* q;
-    {
-      std::lock_guard<std::mutex> lock(apply_mutex_);
-      q = q_pool_.data(w.block);
-    }
+    const uint8_t* q = store_.SharedData(WindowStore::Kind::kQuant, w.block);
     scratch.resize(elems);
     uint16_t* k16 = reinterpret_cast<uint16_t*>(bytes.data());
     uint16_t* v16 = k16 + elems;
@@ -287,12 +265,7 @@ void TieredCache::Promote(WindowRecord& w, std::vector<float>& scratch,
     Fp32ToFp16Row(scratch.data(), v16, elems);
   }
   uint8_t* dst;
-  {
-    std::lock_guard<std::mutex> lock(apply_mutex_);
-    q_pool_.Free(w.block);
-    w.block = fp_pool_.Allocate();
-    dst = fp_pool_.data(w.block);
-  }
+  w.block = store_.Replace(WindowStore::Kind::kQuant, w.block, WindowStore::Kind::kFp16, &dst);
   std::memcpy(dst, bytes.data(), fp_block_bytes_);
   w.tier = Tier::kFp16;
 }

@@ -22,7 +22,7 @@ void WindowMassObserver::Configure(int n_heads, int n_kv_heads, int window, int6
 
 int64_t WindowMassObserver::RowOf(int i, int h) const {
   // GroupedAttentionBlocked hands a block of kQueryBlock queries of one KV head to one item.
-  const int64_t block = n_ >= 2 * kQueryBlock ? i / kQueryBlock : i;
+  const int64_t block = QueryItemRow(n_, i);
   return block * n_kv_heads_ + h;
 }
 

@@ -49,7 +49,7 @@ void CheckRun(const std::string& policy, double budget, int64_t budget_bytes, co
   ThreadPool pool(1);  // threads do not change routing; multi-threaded runs: bit_exact_test
   SyntheticModel model(geo, static_cast<uint32_t>(run.prompt + run.generate), 1.5f);
   cache.BeginRun(run.prompt, run.generate);
-  const int64_t limit = cache.budget_bytes();
+  const int64_t limit = cache.budget().value_or(-1);
   ASSERT_GT(limit, 0);
   bool routed = false;
   auto check = [&](const char* where) {

@@ -34,7 +34,8 @@ std::unique_ptr<KvCache> CreateKvCache(const KvConfig& config, const KvGeometry&
 
 // One prefill, every policy (the evaluator): a prefix cache reads the prompt once, keeping every
 // statistic the policies route on; ForkKvCache then gives the cache a policy and budget would
-// have after reading that prompt itself (bit-identical: tests/fork_test.cc), and ForkShadowCache
+// have after reading that prompt itself in prompt-end mode (kv.prefill_chunk 0: routed once,
+// after the whole prompt; bit-identical: tests/fork_test.cc), and ForkShadowCache
 // a never-routing fp16 copy whose View() reports the full cache's attention per window.
 // config supplies the geometry (window, sinks, recent, bits, ...); its policy and budget are
 // ignored.

@@ -50,17 +50,15 @@ int64_t KvReservationBytes(const KvConfig& config, const KvGeometry& geometry,
   if (config.policy == "full") return run * per_token;
   const TieredSizes sizes(config, geometry);
   const int64_t everything = sizes.Fp16Blocks(run) + TieredSizes::Positions(run);
-  if (config.budget_bytes <= 0 && config.budget >= 1.0) {
+  const std::optional<int64_t> budget_or_none = config.BudgetBytes(run, per_token);
+  if (!budget_or_none) {
     return everything + TieredCache::MappedSlackBytes(config, geometry, 0);
   }
 
   // With a budget, resident bytes (metadata included) stay under it from the first routing step
   // on, unless it is below the floor the cache keeps whatever the budget: sinks, the recent
   // region, the window being filled and the one being closed.
-  const int64_t budget =
-      config.budget_bytes > 0
-          ? config.budget_bytes
-          : static_cast<int64_t>(std::floor(config.budget * static_cast<double>(run) * per_token));
+  const int64_t budget = *budget_or_none;
   const int64_t recent_windows = (config.recent + config.window - 1) / config.window;
   const int64_t floor = sizes.Fp16Blocks(config.sinks + (recent_windows + 2) * config.window) +
                         TieredSizes::Positions(run);

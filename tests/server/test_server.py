@@ -413,7 +413,7 @@ def test_metrics(srv, args):
                  'qevict_kv_resident_bytes{tier="quant"}', 'qevict_kv_resident_bytes{tier="meta"}',
                  'qevict_kv_resident_bytes{tier="cold"}', "qevict_kv_promotions_total",
                  "qevict_kv_demotions_total", "qevict_kv_evictions_total", "qevict_queue_length",
-                 "qevict_slots_active", "qevict_kv_reserved_bytes",
+                 "qevict_slots_active", "qevict_kv_reserved_bytes", "qevict_kv_mapped_bytes",
                  'qevict_requests_total{route="/v1/chat/completions",status="200"}',
                  'qevict_requests_total{route="/v1/chat/completions",status="400"}'):
         assert name in m, "missing %s" % name
@@ -459,6 +459,34 @@ def test_load_8_streaming_clients(srv, args):
         print("    (sanitized build: RSS growth not checked, ASan's quarantine grows by design)")
     else:
         assert rss[2] <= rss[1] * 1.10, "resident memory grew from %d to %d kB" % (rss[1], rss[2])
+
+
+def test_20_routed_requests_do_not_grow_rss(srv, args):
+    """Compressed requests one after another: every cache's memory goes back, so the process's
+    resident memory after the 20th is that after the 5th (tolerance 4 MiB: allocator noise), and
+    each response reports what its cache kept mapped next to its ledger and the process RSS."""
+    policies = ["qevict", "snapkv", "h2o", "mikv"]
+    rss = []
+    for i in range(20):
+        facts = " ".join("Locker %d holds item %d." % (j, (i * 131 + j * 17) % 997)
+                         for j in range(60))
+        status, body = srv.post("/v1/chat/completions", {
+            "messages": [{"role": "user", "content": facts + " What does locker 7 hold?"}],
+            "max_tokens": 8, "temperature": 0,
+            "kv": {"policy": policies[i % len(policies)], "budget": 0.1}})
+        assert status == 200, body
+        kv = body["kv"]
+        assert kv["routing_steps"] >= 1, kv
+        allowed = max(kv["budget_bytes"], kv["floor_bytes"])
+        assert kv["resident_bytes"] <= allowed, kv
+        assert kv["resident_bytes"] <= kv["reserved_bytes"] <= 1.25 * allowed + 2**20, kv
+        assert kv["rss_bytes"] > 0 and kv["peak_rss_bytes"] >= kv["rss_bytes"], kv
+        rss.append(srv.memory_kb("VmRSS"))
+    print("    VmRSS after requests 5, 10, 15, 20: %s kB" % [rss[k] for k in (4, 9, 14, 19)])
+    if args.sanitized:
+        print("    (sanitized build: RSS growth not checked, ASan's quarantine grows by design)")
+    else:
+        assert rss[19] <= rss[4] + 4096, "resident memory grew from %d to %d kB" % (rss[4], rss[19])
 
 
 # ---- admission control on a server with a small KV memory limit -------------------------------
@@ -538,7 +566,8 @@ def main():
                test_openai_client_sees_errors, test_curl_error_cases,
                test_client_disconnect_mid_stream,
                test_client_disconnect_while_waiting_for_a_whole_response,
-               test_load_8_streaming_clients, test_metrics]
+               test_load_8_streaming_clients, test_20_routed_requests_do_not_grow_rss,
+               test_metrics]
     standalone = [test_admission_control]
     passed = failed = 0
     t0 = time.time()

@@ -1,0 +1,106 @@
+#include "kv/window_store.h"
+
+#include <algorithm>
+
+namespace qevict {
+
+int64_t WindowStore::FpBlockBytes(const KvConfig& c, const KvGeometry& g) {
+  return int64_t{2} * g.n_kv_heads * c.window * g.head_dim * 2;
+}
+
+int64_t WindowStore::SinkBlockBytes(const KvConfig& c, const KvGeometry& g) {
+  return std::max<int64_t>(2, int64_t{2} * g.n_kv_heads * c.sinks * g.head_dim * 2);
+}
+
+WindowStore::WindowStore(const KvConfig& config, const KvGeometry& geometry,
+                         const QuantLayout& layout, int64_t max_cold_windows)
+    : fp_(FpBlockBytes(config, geometry)),
+      q_(layout.bytes),
+      sink_(SinkBlockBytes(config, geometry)) {
+  if (config.recovery == RecoveryFidelity::kExact) {
+    cold_ = std::make_unique<ColdStore>(config.cold_store_dir, fp_.block_bytes(), max_cold_windows);
+  }
+}
+
+const BlockPool& WindowStore::pool(Kind kind) const {
+  return kind == Kind::kFp16 ? fp_ : kind == Kind::kQuant ? q_ : sink_;
+}
+
+BlockPool& WindowStore::pool(Kind kind) {
+  return kind == Kind::kFp16 ? fp_ : kind == Kind::kQuant ? q_ : sink_;
+}
+
+uint32_t WindowStore::Allocate(Kind kind) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pool(kind).Allocate();
+}
+
+void WindowStore::Free(Kind kind, uint32_t block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pool(kind).Free(block);
+}
+
+const uint8_t* WindowStore::SharedData(Kind kind, uint32_t block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pool(kind).data(block);
+}
+
+uint32_t WindowStore::Replace(Kind from, uint32_t block, Kind to, uint8_t** data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pool(from).Free(block);
+  const uint32_t fresh = pool(to).Allocate();
+  *data = pool(to).data(fresh);
+  return fresh;
+}
+
+int32_t WindowStore::AllocateCold(uint8_t** data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int32_t slot = cold_->Allocate();
+  *data = cold_->data(slot);
+  return slot;
+}
+
+int64_t WindowStore::fp16_bytes() const { return fp_.live_bytes() + sink_.live_bytes(); }
+
+int64_t WindowStore::quant_bytes() const { return q_.live_bytes(); }
+
+int64_t WindowStore::reserved_bytes() const {
+  return fp_.reserved_bytes() + q_.reserved_bytes() + sink_.reserved_bytes();
+}
+
+int64_t WindowStore::CountLiveBytes() const {
+  return fp_.CountLiveBlocks() * fp_.block_bytes() + q_.CountLiveBlocks() * q_.block_bytes() +
+         sink_.CountLiveBlocks() * sink_.block_bytes();
+}
+
+int64_t WindowStore::Compact(const std::function<void(Kind, uint32_t, uint32_t)>& relocate) {
+  int64_t moved = 0;
+  for (Kind kind : {Kind::kFp16, Kind::kQuant, Kind::kSink}) {
+    BlockPool& p = pool(kind);
+    if (p.reserved_bytes() <= p.MinimumSlabs() * p.slab_bytes()) continue;  // already dense
+    moved += p.Compact([&](uint32_t from, uint32_t to) { relocate(kind, from, to); });
+  }
+  return moved;
+}
+
+void WindowStore::Reset() {
+  fp_.Reset();
+  q_.Reset();
+  sink_.Reset();
+  if (cold_) cold_->Reset();
+}
+
+void WindowStore::CopyFrom(const WindowStore& other) {
+  fp_.CopyFrom(other.fp_);
+  q_.CopyFrom(other.q_);
+  sink_.CopyFrom(other.sink_);
+}
+
+int64_t WindowStore::SlabSlackBytes(const KvConfig& config, const KvGeometry& geometry) {
+  const QuantLayout q = QuantLayout::Make(geometry.n_kv_heads, config.window, geometry.head_dim,
+                                          config.bits, config.value_group);
+  return BlockPool(FpBlockBytes(config, geometry)).slab_bytes() +
+         BlockPool(q.bytes).slab_bytes() + BlockPool(SinkBlockBytes(config, geometry)).slab_bytes();
+}
+
+}  // namespace qevict

@@ -1,0 +1,78 @@
+// Where a tiered cache's bytes live (docs/kv-cache.md, "Memory"): fixed-size blocks from one
+// BlockPool per block size -- fp16 windows [2][n_kv_heads][W][head_dim] fp16, quantized windows
+// (QuantLayout::bytes), sink blocks [2][n_kv_heads][S][head_dim] fp16 -- and, for exact recovery,
+// the cold store of demoted windows' fp16 originals. It owns the memory and nothing else: which
+// window holds which block is the cache's business. Allocation and freeing are safe from the
+// parallel routing step; Compact() runs between batches and hands every moved block's new handle
+// back to the owner.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "kv/block_pool.h"
+#include "kv/cold_store.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_config.h"
+#include "kv/kv_quantizer.h"
+#include "kv/routing.h"
+
+namespace qevict {
+
+class WindowStore {
+ public:
+  // The block kinds: a window's tier (fp16 or quantized) or a layer's sink block.
+  enum class Kind { kFp16, kQuant, kSink };
+
+  WindowStore(const KvConfig& config, const KvGeometry& geometry, const QuantLayout& layout,
+              int64_t max_cold_windows);
+
+  // A block's bytes. Not synchronized: outside the parallel routing step only.
+  uint8_t* data(Kind kind, uint32_t block) const { return pool(kind).data(block); }
+  // Thread-safe, for the parallel routing step.
+  uint32_t Allocate(Kind kind);
+  void Free(Kind kind, uint32_t block);
+  const uint8_t* SharedData(Kind kind, uint32_t block);
+  // Frees `block` of kind `from` and allocates one of kind `to` (a demotion or promotion);
+  // returns the new handle and its bytes in *data.
+  uint32_t Replace(Kind from, uint32_t block, Kind to, uint8_t** data);
+  static Kind KindOf(Tier tier) { return tier == Tier::kFp16 ? Kind::kFp16 : Kind::kQuant; }
+
+  // A cold-store slot (thread-safe) and its bytes in *data.
+  int32_t AllocateCold(uint8_t** data);
+  ColdStore* cold() { return cold_.get(); }  // nullptr unless exact recovery
+  const ColdStore* cold() const { return cold_.get(); }
+
+  int64_t block_bytes(Kind kind) const { return pool(kind).block_bytes(); }
+  int64_t fp16_bytes() const;      // live fp16 window and sink blocks
+  int64_t quant_bytes() const;     // live quantized window blocks
+  int64_t reserved_bytes() const;  // slabs mapped from the OS, all pools
+  // Live bytes recounted from the slabs' own free lists (slow; tests check it against the
+  // counters above).
+  int64_t CountLiveBytes() const;
+
+  // Moves live blocks of every pool into the fewest slabs and unmaps the rest;
+  // relocate(kind, from, to) runs for every moved block. Returns the number of blocks moved.
+  int64_t Compact(const std::function<void(Kind, uint32_t from, uint32_t to)>& relocate);
+
+  void Reset();                             // frees everything, unmaps every slab
+  void CopyFrom(const WindowStore& other);  // same handles, same bytes (forks)
+
+  // Bytes the pools of this geometry may map beyond their live blocks after Compact(): one
+  // partly filled slab per pool.
+  static int64_t SlabSlackBytes(const KvConfig& config, const KvGeometry& geometry);
+  static int64_t FpBlockBytes(const KvConfig& config, const KvGeometry& geometry);
+  static int64_t SinkBlockBytes(const KvConfig& config, const KvGeometry& geometry);
+
+ private:
+  const BlockPool& pool(Kind kind) const;
+  BlockPool& pool(Kind kind);
+
+  BlockPool fp_, q_, sink_;
+  std::unique_ptr<ColdStore> cold_;
+  std::mutex mutex_;  // allocation and freeing during the parallel routing step
+};
+
+}  // namespace qevict
