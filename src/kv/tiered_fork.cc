@@ -50,10 +50,20 @@ std::unique_ptr<TieredCache> TieredCache::Fork(const KvConfig& config,
   fork->stats_.peak_quant_bytes = stats_.peak_quant_bytes;
   fork->stats_.prefill_peak_bytes = stats_.prefill_peak_bytes;
   fork->SetBudget(prompt_tokens_, run_tokens_ - prompt_tokens_);
+  fork->batch_peak_ = batch_peak_;
+  fork->peak_reserved_ = peak_reserved_;
   fork->obs_held_ = obs_held_;
   fork->remember_queries_ = remember_queries_ && fork->observing_;
-  if (!fork->observing_) fork->ReleaseObservation();  // a policy that does not observe
-  fork->batch_peak_ = batch_peak_;
+  if (!fork->observing_ && obs_held_) {
+    // A policy that does not observe never held the buffer the prefix kept while it read the
+    // prompt: its peaks are the prefix's without it.
+    fork->ReleaseObservation();
+    const int64_t observation = ObservationBytes();
+    for (int64_t* peak : {&fork->stats_.peak_bytes, &fork->stats_.prefill_peak_bytes,
+                          &fork->batch_peak_, &fork->peak_reserved_}) {
+      *peak -= observation;
+    }
+  }
   // The routing step that ended the prompt, now with the fork's policy and budget.
   if (layers_.front().count > 0) fork->EndBatch(last_batch_, pool);
   return fork;
