@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <map>
 #include <optional>
 
 #include "engine/kv_stats_json.h"
@@ -264,18 +265,42 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
   const double prefill_seconds = Since(t0);
   const auto& prefix_cache = dynamic_cast<const TieredCache&>(prefix.cache());
 
+  // A policy whose cache has another window (kivi's 32-token key groups: PolicyLayout) forks
+  // from a prefix of that layout, read once per instance when first needed (the prompt's logits
+  // do not depend on the window: fp16 windows attend bit-identically to the full cache).
+  std::map<int, std::unique_ptr<Session>> other_prefixes;
+  auto prefix_for = [&](const KvConfig& config) -> const Session& {
+    const int window = PolicyLayout(config).window;
+    if (config.policy == "full" || window == prefix_cache.config().window) return prefix;
+    std::unique_ptr<Session>& slot = other_prefixes[window];
+    if (!slot) {
+      KvConfig layout = settings.kv;
+      layout.window = window;
+      slot = std::make_unique<Session>(*model.model, pool, options,
+                                       [&](const KvGeometry& g, const Rope& r) {
+                                         return std::unique_ptr<KvCache>(
+                                             CreatePrefixCache(layout, g, r));
+                                       });
+      slot->BeginRun(prompt, extra);
+      slot->Prefill(turns.first);
+    }
+    return *slot;
+  };
+
   auto run = [&](const std::string& policy, double budget, const RunOutput* reference) {
     const auto start = Clock::now();
     KvConfig config = ApplyPolicyVariant(settings.kv, policy);
     config.budget = policy == "full" ? 1.0 : budget;
     config.budget_bytes = -1;
-    Session session(prefix, [&](const KvCache&, const Rope& r) {
-      return ForkKvCache(prefix_cache, config, r, pool);
+    const Session& base = prefix_for(config);
+    const auto& base_cache = dynamic_cast<const TieredCache&>(base.cache());
+    Session session(base, [&](const KvCache&, const Rope& r) {
+      return ForkKvCache(base_cache, config, r, pool);
     });
     std::optional<Session> shadow;
     if (settings.shadow && policy != "full") {
-      shadow.emplace(prefix, [&](const KvCache&, const Rope& r) {
-        return std::unique_ptr<KvCache>(ForkShadowCache(prefix_cache, r, pool));
+      shadow.emplace(base, [&](const KvCache&, const Rope& r) {
+        return std::unique_ptr<KvCache>(ForkShadowCache(base_cache, r, pool));
       });
     }
     RunOutput out = RunOne(model, session, shadow ? &*shadow : nullptr, settings, task, turns,
