@@ -3,6 +3,7 @@
 // budget that read the prompt itself — same tokens, bit-identical logits, same tier counters —
 // because the evaluator's comparisons rest on it.
 #include <cstring>
+#include <map>
 
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -49,19 +50,35 @@ TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
   so.n_ctx = static_cast<int64_t>(prompt.size()) + n_new;
   so.prefill_chunk = 128;  // several chunks: scores accumulate across EndBatch calls
 
-  KvConfig geometry;  // defaults: the prefix cache's window, sinks, recent, bits
-  Session prefix(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
-    return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
-  });
-  prefix.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
-  const std::span<const float> prefix_logits_span = prefix.Prefill(prompt);
-  const std::vector<float> prefix_logits(prefix_logits_span.begin(), prefix_logits_span.end());
+  // One prefix per window layout (defaults: W = 8; kivi's 32-token key groups: PolicyLayout).
+  std::map<int, std::unique_ptr<Session>> prefixes;
+  std::vector<float> prefix_logits;
+  auto prefix_for = [&](const KvConfig& c) -> const Session& {
+    KvConfig geometry;  // defaults: the prefix cache's sinks, recent, bits
+    geometry.window = c.policy == "full" ? geometry.window : PolicyLayout(c).window;
+    std::unique_ptr<Session>& slot = prefixes[geometry.window];
+    if (!slot) {
+      slot = std::make_unique<Session>(*m->model, pool, so, [=](const KvGeometry& g, const Rope& r) {
+        return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
+      });
+      slot->BeginRun(static_cast<int64_t>(prompt.size()), n_new);
+      const std::span<const float> logits = slot->Prefill(prompt);
+      if (!prefix_logits.empty()) {  // the prompt's logits do not depend on the window
+        EXPECT_EQ(0, std::memcmp(logits.data(), prefix_logits.data(), logits.size() * sizeof(float)));
+      }
+      prefix_logits.assign(logits.begin(), logits.end());
+    }
+    return *slot;
+  };
 
   for (const char* name : {"full", "streaming", "h2o", "tova", "snapkv", "pyramidkv", "kivi",
-                           "mikv", "qevict"}) {
+                           "mikv", "qevict", "qevict-qa"}) {
     for (double budget : {0.12, 0.3}) {
       // Every policy at a tight budget; the two that promote or decide once at a loose one too.
-      if (budget > 0.2 && std::string(name) != "qevict" && std::string(name) != "snapkv") break;
+      if (budget > 0.2 && std::string(name) != "qevict" && std::string(name) != "qevict-qa" &&
+          std::string(name) != "snapkv") {
+        break;
+      }
       SCOPED_TRACE(std::string(name) + " @ " + std::to_string(budget));
       KvConfig c;
       c.policy = name;
@@ -73,7 +90,7 @@ TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
       fresh.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
       const Trace expected = Continue(fresh, fresh.Prefill(prompt), n_new);
 
-      Session forked(prefix, [&](const KvCache& p, const Rope& r) {
+      Session forked(prefix_for(c), [&](const KvCache& p, const Rope& r) {
         return ForkKvCache(dynamic_cast<const TieredCache&>(p), c, r, pool);
       });
       const Trace got = Continue(forked, prefix_logits, n_new);

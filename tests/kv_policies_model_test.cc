@@ -58,7 +58,7 @@ TEST(KvPoliciesModelTest, BudgetOneReproducesFullBitForBit) {
   KvConfig full;
   full.policy = "full";
   const Trace reference = Greedy(*m, full, prompt, 24, pool);
-  for (const char* name : {"streaming", "h2o", "tova", "snapkv", "mikv", "qevict"}) {
+  for (const char* name : {"streaming", "h2o", "tova", "snapkv", "mikv", "qevict", "qevict-qa"}) {
     SCOPED_TRACE(name);
     KvConfig c;
     c.policy = name;
@@ -88,8 +88,15 @@ TEST(KvPoliciesModelTest, ResidentBytesStayUnderBudget) {
       c.budget = budget;
       const Trace t = Greedy(*m, c, prompt, 32, pool);
       for (const KvStats& s : t.stats) {
-        if (s.infeasible) continue;  // kivi says so instead of exceeding
         ASSERT_GT(s.budget_bytes, 0);
+        if (s.infeasible) {
+          // Only kivi, which never evicts, may exceed this budget, and says so; it still holds
+          // every band window at 2 bits (about a fifth of fp16), far below the full cache.
+          ASSERT_EQ(name, "kivi") << s.note;
+          ASSERT_FALSE(s.note.empty());
+          ASSERT_LT(s.resident_bytes(), s.full_fp16_bytes / 2);
+          continue;
+        }
         ASSERT_LE(s.resident_bytes(), s.budget_bytes);
       }
     }

@@ -70,13 +70,8 @@ void AddKvFlags(CLI::App& cmd, KvFlags& f) {
                  "at budget + one chunk (0: route once, after the whole prompt, as the paper)")
       ->capture_default_str()
       ->group(group);
-  cmd.add_option("--kv-query-aware", c.query_aware,
-                 "qevict: rank by each prompt's pooled question attention plus the decode mass "
-                 "since (false: cumulative attention alone, as in the paper)")
-      ->capture_default_str()
-      ->group(group);
   cmd.add_option("--kv-query-kernel", c.query_kernel,
-                 "qevict: max-pool kernel over the question's token attention (odd)")
+                 "qevict-qa: max-pool kernel over the question's token attention (odd)")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--kv-snapkv-window", c.snapkv_window, "snapkv/pyramidkv observation window")

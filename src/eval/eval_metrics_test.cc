@@ -46,14 +46,15 @@ TEST(SeqMetricsTest, KlOfLogSoftmax) {
 
 TEST(PolicyVariantTest, ChangesOnlyTheNamedOptions) {
   KvConfig base;
-  const KvConfig c = ApplyPolicyVariant(base, "qevict:recovery=exact:route_every=2:query_kernel=7");
-  EXPECT_EQ(c.policy, "qevict");
+  const KvConfig c =
+      ApplyPolicyVariant(base, "qevict-qa:recovery=exact:route_every=2:query_kernel=15");
+  EXPECT_EQ(c.policy, "qevict-qa");
   EXPECT_EQ(c.recovery, RecoveryFidelity::kExact);
   EXPECT_EQ(c.route_every, 2);
-  EXPECT_EQ(c.query_kernel, 7);
+  EXPECT_EQ(c.query_kernel, 15);
   EXPECT_EQ(c.q_share, base.q_share);
   EXPECT_EQ(ApplyPolicyVariant(base, "snapkv").policy, "snapkv");
-  EXPECT_FALSE(ApplyPolicyVariant(base, "qevict:query_aware=false").query_aware);
+  EXPECT_EQ(ApplyPolicyVariant(base, "h2o:h2o_recent_share=0.25").h2o_recent_share, 0.25);
 }
 
 TEST(PolicyVariantTest, RejectsBadSpecsByName) {
@@ -70,7 +71,9 @@ TEST(PolicyVariantTest, RejectsBadSpecsByName) {
   EXPECT_NE(message("qevict:bits=4").find("unknown key 'bits'"), std::string::npos);
   EXPECT_NE(message("qevict:route_every=x").find("not a number"), std::string::npos);
   EXPECT_NE(message("qevict:route_every").find("key=value"), std::string::npos);
-  EXPECT_NE(message("qevict:query_aware=yes").find("true or false"), std::string::npos);
+  // The query-aware ranking is the policy qevict-qa, not a hidden option of qevict.
+  EXPECT_NE(message("qevict:query_aware=true").find("unknown key 'query_aware'"), std::string::npos);
+  EXPECT_NE(message("h2o:h2o_recent_share=1.5").find("h2o recent share"), std::string::npos);
   EXPECT_NE(message("qevict:q_share=2").find("--kv-q-share"), std::string::npos);  // Validate
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <map>
 #include <optional>
 
 #include "engine/kv_stats_json.h"
@@ -267,6 +268,28 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
   const double prefill_seconds = Since(t0);
   const auto& prefix_cache = dynamic_cast<const TieredCache&>(prefix->cache());
 
+  // A policy whose cache has another window (kivi's 32-token key groups: PolicyLayout) forks
+  // from a prefix of that layout, read once per instance when first needed (the prompt's logits
+  // do not depend on the window: fp16 windows attend bit-identically to the full cache).
+  std::map<int, std::unique_ptr<Session>> other_prefixes;
+  auto prefix_for = [&](const KvConfig& config) -> const Session& {
+    const int window = PolicyLayout(config).window;
+    if (config.policy == "full" || window == prefix_cache.config().window) return *prefix;
+    std::unique_ptr<Session>& slot = other_prefixes[window];
+    if (!slot) {
+      KvConfig layout = settings.kv;
+      layout.window = window;
+      slot = std::make_unique<Session>(*model.model, pool, options,
+                                       [&](const KvGeometry& g, const Rope& r) {
+                                         return std::unique_ptr<KvCache>(
+                                             CreatePrefixCache(layout, g, r));
+                                       });
+      slot->BeginRun(prompt, extra);
+      slot->Prefill(turns.first);
+    }
+    return *slot;
+  };
+
   auto run = [&](const std::string& policy, double budget, const RunOutput* reference,
                  bool bounded) {
     ResetPeakRss();  // each row's peak_rss_bytes is the peak of that row alone
@@ -288,17 +311,23 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
       own_logits.assign(l.begin(), l.end());
       own_prefill_seconds = Since(start);
     }
+    // Prompt-end rows fork a prefix of the policy's layout; so do shadows (their windows must be
+    // the policy's to compare them). Bounded rows without shadows need no prefix at all.
+    const bool needs_base = !bounded || (settings.shadow && policy != "full");
+    const Session* base = needs_base ? &prefix_for(config) : nullptr;
+    const TieredCache* base_cache =
+        needs_base ? &dynamic_cast<const TieredCache&>(base->cache()) : nullptr;
     std::optional<Session> forked;
     if (!bounded) {
-      forked.emplace(*prefix, [&](const KvCache&, const Rope& r) {
-        return ForkKvCache(prefix_cache, config, r, pool);
+      forked.emplace(*base, [&](const KvCache&, const Rope& r) {
+        return ForkKvCache(*base_cache, config, r, pool);
       });
     }
     Session& session = bounded ? *own : *forked;
     std::optional<Session> shadow;
     if (settings.shadow && policy != "full") {
-      shadow.emplace(*prefix, [&](const KvCache&, const Rope& r) {
-        return std::unique_ptr<KvCache>(ForkShadowCache(prefix_cache, r, pool));
+      shadow.emplace(*base, [&](const KvCache&, const Rope& r) {
+        return std::unique_ptr<KvCache>(ForkShadowCache(*base_cache, r, pool));
       });
     }
     RunOutput out = RunOne(model, session, shadow ? &*shadow : nullptr, settings, task, turns,

@@ -39,11 +39,8 @@ KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
       c.q_share = ParseNumber(spec, key, value);
     } else if (key == "hysteresis") {
       c.hysteresis = ParseNumber(spec, key, value);
-    } else if (key == "query_aware") {
-      if (value != "true" && value != "false") {
-        throw Error("policy variant '" + spec + "': query_aware must be true or false");
-      }
-      c.query_aware = value == "true";
+    } else if (key == "h2o_recent_share") {
+      c.h2o_recent_share = ParseNumber(spec, key, value);
     } else if (key == "query_kernel") {
       c.query_kernel = static_cast<int>(ParseNumber(spec, key, value));
     } else if (key == "snapkv_kernel") {
@@ -52,8 +49,8 @@ KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
       c.pyramid_beta = ParseNumber(spec, key, value);
     } else {
       throw Error("policy variant '" + spec + "': unknown key '" + key +
-                  "' (recovery, route_every, q_share, hysteresis, query_aware, query_kernel, "
-                  "snapkv_kernel, pyramid_beta)");
+                  "' (recovery, route_every, q_share, hysteresis, query_kernel, snapkv_kernel, "
+                  "pyramid_beta, h2o_recent_share)");
     }
   }
   c.Validate();

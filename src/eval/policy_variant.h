@@ -1,8 +1,9 @@
 // Policy variants for ablations in one evaluation: "qevict:recovery=exact:route_every=4" is the
 // qevict policy with those options changed, run from the same prefill as every other row. Keys:
-// recovery (paper|exact), route_every, q_share, hysteresis, query_aware (true|false),
-// query_kernel, snapkv_kernel, pyramid_beta. Options that change the cache's layout (bits, window, sinks,
-// recent) cannot vary within one evaluation: they are --kv-* flags for the whole run.
+// recovery (paper|exact), route_every, q_share, hysteresis, query_kernel, snapkv_kernel,
+// pyramid_beta, h2o_recent_share. Options that change the cache's layout (bits, window, sinks,
+// recent) cannot vary within one evaluation: they are --kv-* flags for the whole run. The
+// query-aware ranking is a policy of its own (qevict-qa), not an option of qevict.
 #pragma once
 
 #include <string>

@@ -33,7 +33,8 @@ std::optional<int64_t> KvConfig::BudgetBytes(int64_t run_tokens,
 
 const std::vector<std::string_view>& KnownKvPolicyNames() {
   static const std::vector<std::string_view> names = {
-      "full", "streaming", "h2o", "tova", "snapkv", "pyramidkv", "kivi", "mikv", "qevict"};
+      "full", "streaming", "h2o",  "tova", "snapkv",
+      "pyramidkv", "kivi", "mikv", "qevict", "qevict-qa"};
   return names;
 }
 
@@ -73,7 +74,12 @@ void KvConfig::Validate() const {
   Require(snapkv_window >= 1, "snapkv observation window must be >= 1, got " +
                                   std::to_string(snapkv_window));
   Require(query_kernel >= 1 && query_kernel % 2 == 1,
-          "qevict query pooling kernel must be odd and >= 1, got " + std::to_string(query_kernel));
+          "qevict-qa query pooling kernel must be odd and >= 1, got " +
+              std::to_string(query_kernel));
+  Require(kivi_group >= 1 && kivi_group <= 1024,
+          "kivi group must be in [1, 1024], got " + std::to_string(kivi_group));
+  Require(std::isfinite(h2o_recent_share) && h2o_recent_share >= 0.0 && h2o_recent_share <= 1.0,
+          "h2o recent share must be in [0, 1], got " + std::to_string(h2o_recent_share));
   Require(snapkv_kernel >= 1 && snapkv_kernel % 2 == 1,
           "snapkv pooling kernel must be odd and >= 1, got " + std::to_string(snapkv_kernel));
   Require(std::isfinite(pyramid_beta) && pyramid_beta >= 1.0,
@@ -108,7 +114,7 @@ const char* ScoreModeName(ScoreMode mode) {
 
 const std::vector<KvOptionDoc>& KvOptionDocs() {
   static const std::vector<KvOptionDoc> docs = {
-      {"--kv-policy", "qevict", "cache policy: full streaming h2o tova snapkv pyramidkv kivi mikv qevict", false},
+      {"--kv-policy", "qevict", "cache policy: full streaming h2o tova snapkv pyramidkv kivi mikv qevict qevict-qa", false},
       {"--kv-budget", "1.0", "resident KV bytes as a fraction of the fp16 cache of prompt + new tokens (1.0 = no limit)", false},
       {"--kv-budget-bytes", "-1", "absolute cap on resident KV bytes (replaces --kv-budget)", false},
       {"--kv-bits", "2", "bit-width of the quantized tier: 2, 4 or 8", false},
@@ -120,14 +126,15 @@ const std::vector<KvOptionDoc>& KvOptionDocs() {
       {"--kv-recovery", "paper", "promoted windows hold dequantized codes (paper) or exact fp16 originals from a cold store (exact)", false},
       {"--kv-prefill-chunk", "512", "with a budget, route after every prompt chunk of this many tokens so the cache peaks at budget + one chunk (0 = the paper's mode: route once, after the whole prompt)", true},
       {"--kv-hysteresis", "0", "a quantized window is promoted only if its score beats the fp16 window's by this fraction", true},
-      {"--kv-query-aware", "true", "qevict: rank by each prompt's pooled question attention plus decode mass since (false: the cache's score alone)", true},
-      {"--kv-query-kernel", "31", "qevict: max-pool kernel over the question's token attention (wider than SnapKV's 7 so a needle's neighbouring windows rank with it)", true},
+      {"--kv-query-kernel", "7", "qevict-qa: max-pool kernel over the question's token attention (SnapKV's, like snapkv_kernel)", false},
       {"--kv-score", "cumulative", "importance: cumulative (H2O), decay, normalized (ZipCache)", true},
       {"(config) score_decay", "0.95", "per-query decay factor of --kv-score decay", true},
       {"(config) value_group", "32", "values are quantized per token in groups of this many channels", true},
       {"(config) snapkv_window", "32", "snapkv/pyramidkv: last prompt queries that score the prompt", false},
       {"(config) snapkv_kernel", "7", "snapkv/pyramidkv: max-pool kernel over token scores", false},
       {"(config) pyramid_beta", "20", "pyramidkv: last layer's band budget is mean/beta, linear in depth", false},
+      {"(config) kivi_group", "32", "kivi: tokens per key group (kivi's window; other policies use --kv-window)", false},
+      {"(config) h2o_recent_share", "0.5", "h2o: share of the band budget kept for the newest windows (the rest: heavy hitters)", false},
       {"(config) cold_store_dir", "$TMPDIR or /tmp", "directory of the exact-recovery cold-store file", true},
       {"--kv-stats", "off", "print cache statistics after a run", false},
   };

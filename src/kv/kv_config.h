@@ -50,16 +50,19 @@ struct KvConfig {
   ScoreMode score = ScoreMode::kCumulative;
   double score_decay = 0.95;  // per query, for ScoreMode::kDecay (choice)
   RecoveryFidelity recovery = RecoveryFidelity::kPaper;
-  // qevict: rank by the pooled attention of each prompt's last queries plus the decode mass
-  // since, instead of the cumulative score alone (choice; src/policy/qevict_policy.cc).
-  bool query_aware = true;
-  int query_kernel = 31;  // qevict's max-pool kernel over the question's token attention (choice)
+  // qevict-qa: max-pool kernel over the question's token attention (SnapKV's 7 by default, the
+  // same as snapkv_kernel; src/policy/qevict_qa_policy.cc).
+  int query_kernel = 7;
   std::string cold_store_dir;  // exact recovery: directory of the cold-store file ("" = $TMPDIR or /tmp)
 
   // Baseline parameters.
   int snapkv_window = 32;     // observation window: last prompt queries whose attention is scored
   int snapkv_kernel = 7;      // 1-D max-pool kernel over token scores
   double pyramid_beta = 20.0; // pyramidkv: the last layer gets 1/beta of the mean band budget
+  double h2o_recent_share = 0.5;  // h2o: share of the band budget kept for the newest windows (H2O)
+  // kivi: tokens per key group, which is kivi's window (KIVI groups keys per channel over 32
+  // tokens); every other policy uses `window`. See PolicyLayout() in src/policy/registry.h.
+  int kivi_group = 32;
 
   bool print_stats = false;  // --kv-stats: the CLI prints KvStats after a run (not used by the cache)
 

@@ -30,6 +30,11 @@ TEST(KvConfig, DefaultsFollowTheSpec) {
   EXPECT_EQ(c.score, ScoreMode::kCumulative);
   EXPECT_EQ(c.snapkv_window, 32);
   EXPECT_EQ(c.snapkv_kernel, 7);
+  // qevict-qa observes the question like SnapKV, with SnapKV's kernel (not one tuned on the
+  // evaluation's tasks); h2o keeps half of its band for the newest windows, as H2O does.
+  EXPECT_EQ(c.query_kernel, c.snapkv_kernel);
+  EXPECT_DOUBLE_EQ(c.h2o_recent_share, 0.5);
+  EXPECT_EQ(c.policy, "qevict");
   EXPECT_DOUBLE_EQ(c.budget, 1.0);
   EXPECT_EQ(c.budget_bytes, -1);
 }
@@ -77,7 +82,8 @@ TEST(KvConfig, ParsesEnumsAndListsOptions) {
   EXPECT_EQ(ParseRecoveryFidelity("exact"), RecoveryFidelity::kExact);
   EXPECT_THROW(ParseScoreMode("sum"), Error);
   EXPECT_THROW(ParseRecoveryFidelity("lossy"), Error);
-  EXPECT_EQ(KnownKvPolicyNames().size(), 9u);
+  EXPECT_EQ(KnownKvPolicyNames().size(), 10u);
+  EXPECT_EQ(KnownKvPolicyNames().back(), "qevict-qa");
   bool q_share_is_choice = false;
   for (const KvOptionDoc& d : KvOptionDocs()) {
     if (std::string(d.flag) == "--kv-q-share") q_share_is_choice = d.our_choice;

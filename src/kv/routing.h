@@ -34,12 +34,17 @@ struct BandWindow {
 struct LayerBand {
   std::span<const BandWindow> windows;  // in position order (oldest first)
   // Policies that ask for it (Policy::wants_observation) get, right after a prompt batch, the
-  // attention of the last snapkv_window prompt queries (softmax, summed over those queries and
-  // averaged over heads) on every resident token of the layer: sinks first, then each resident
-  // window's tokens in order. Resident window j's tokens start at observation_offsets[j]: band
-  // windows first, then the recent ones (indices first_recent_index, +1, ...).
+  // attention of the last snapkv_window prompt queries (softmax, summed over those queries) on
+  // every resident token of the layer, one row per KV head ([observation_heads][tokens], each
+  // row the mean over that KV head's query heads): sinks first, then each resident window's
+  // tokens in order. Resident window j's tokens start at observation_offsets[j]: band windows
+  // first, then the recent ones (indices first_recent_index, +1, ...).
   std::span<const float> observation;
   std::span<const int64_t> observation_offsets;
+  int observation_heads = 1;
+  // The recent windows (indices first_recent_index, +1, ...): never routed, shown so that a
+  // policy can read their scores (e.g. to snapshot them at a prompt end).
+  std::span<const BandWindow> recent;
   // Index of the first window after the band (the oldest recent window, or the next window to
   // be created). Recent windows are first_recent_index, +1, ... and their tokens follow the
   // band's in `observation`.

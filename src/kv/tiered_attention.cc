@@ -166,8 +166,9 @@ void TieredCache::ComputeObservation(int layer, std::vector<float>* tokens) cons
   const int hd = geo_.head_dim;
   const int group = geo_.n_heads / geo_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const float per_head = 1.0f / static_cast<float>(geo_.n_heads);
-  tokens->assign(ResidentTokens(l), 0.0f);
+  const float per_head = 1.0f / static_cast<float>(group);
+  const int64_t n_tokens = ResidentTokens(l);
+  tokens->assign(static_cast<size_t>(n_tokens) * geo_.n_kv_heads, 0.0f);  // [kv head][token]
   thread_local std::vector<float> scores;
   for (int s = 0; s < l.obs_filled; ++s) {
     const int32_t qpos = l.obs_pos[s];
@@ -183,7 +184,8 @@ void TieredCache::ComputeObservation(int layer, std::vector<float>* tokens) cons
       for (int g = 0; g < group; ++g) {
         float* row = scores.data() + static_cast<int64_t>(g) * visible;
         const float inv = per_head / ExpShiftSum(row, visible, MaxOf(row, visible));
-        for (int64_t j = 0; j < visible; ++j) (*tokens)[j] += row[j] * inv;
+        float* out = tokens->data() + h * n_tokens;
+        for (int64_t j = 0; j < visible; ++j) out[j] += row[j] * inv;
       }
     }
   }

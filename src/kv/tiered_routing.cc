@@ -78,8 +78,8 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
     const LayerState& state = layers_[l];
     const size_t band = BandSize(state);
     std::vector<BandWindow>& view = band_views_[l];
-    view.resize(band);
-    for (size_t j = 0; j < band; ++j) {
+    view.resize(state.windows.size());  // the band, then the recent windows
+    for (size_t j = 0; j < view.size(); ++j) {
       const WindowRecord& w = state.windows[j];
       view[j] = BandWindow{w.index, pos_[FirstToken(w.index)], w.tier, ScoreOf(w), w.last_mass};
     }
@@ -88,7 +88,9 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
       observation_offsets_[l][j] = SinkTokens(state) + static_cast<int64_t>(j) * window_;
     }
     LayerBand& lb = layer_bands_[l];
-    lb.windows = view;
+    lb.windows = std::span<const BandWindow>(view).first(band);
+    lb.recent = std::span<const BandWindow>(view).subspan(band);
+    lb.observation_heads = geo_.n_kv_heads;
     lb.observation = observe ? std::span<const float>(observation_[l]) : std::span<const float>();
     lb.observation_offsets = observation_offsets_[l];
     lb.first_recent_index = band < state.windows.size() ? state.windows[band].index
@@ -113,7 +115,7 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   // A plan must fit each layer's band budget unless the policy declares it cannot.
   QEVICT_CHECK(plan_.targets.size() == static_cast<size_t>(n_layers));
   for (int l = 0; l < n_layers; ++l) {
-    QEVICT_CHECK(plan_.targets[l].size() == band_views_[l].size());
+    QEVICT_CHECK(plan_.targets[l].size() == layer_bands_[l].windows.size());
     if (unlimited || plan_.infeasible) continue;
     int64_t bytes = 0;
     for (Tier t : plan_.targets[l]) bytes += t == Tier::kFp16 ? fp_cost : t == Tier::kQuant ? q_cost : 0;

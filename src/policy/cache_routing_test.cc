@@ -121,8 +121,8 @@ void CheckTierInvariants(TieredCache& cache, const KvGeometry& geo,
 }
 
 TEST_F(CacheRouting, SinksAndRecentStayFp16AndEvictedWindowsNeverReturn) {
-  for (const std::string policy : {"qevict", "h2o", "tova", "mikv", "streaming", "snapkv",
-                                    "pyramidkv", "kivi"}) {
+  for (const std::string policy : {"qevict", "qevict-qa", "h2o", "tova", "mikv", "streaming",
+                                    "snapkv", "pyramidkv", "kivi"}) {
     SCOPED_TRACE(policy);
     auto cache = Make(policy, 0.2);
     SyntheticModel model(geo_, 5, 2.0f);

@@ -1,5 +1,8 @@
 // KIVI: every token but the recent region at b bits (keys per channel, values per token), nothing
-// evicted. Sinks stay fp16 like in every tiered policy (5 tokens by default). When the quantized
+// evicted. Its cache is built with windows of kivi_group = 32 tokens (PolicyLayout in
+// registry.h), so keys are grouped per channel over 32 tokens as in the paper, and the recent
+// region (the windows holding the last R = 32 tokens, plus the one being filled) is KIVI's fp16
+// residual. Sinks stay fp16 like in every tiered policy (5 tokens by default). When the quantized
 // band cannot fit a layer's budget the plan is marked infeasible and the cache reports it rather
 // than evicting or exceeding the budget silently.
 #include <algorithm>

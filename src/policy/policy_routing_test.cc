@@ -16,7 +16,9 @@ constexpr int64_t kFp = 1000, kQ = 300;
 // One layer whose band has windows with the given tiers and scores (window j has index j).
 struct SyntheticLayer {
   std::vector<BandWindow> windows;
+  std::vector<BandWindow> recent;  // indices follow the band's
   std::vector<float> observation;
+  int heads = 1;
   std::vector<int64_t> offsets;
   int64_t budget = 0;
 };
@@ -34,8 +36,12 @@ struct SyntheticContext {
       b.windows = l.windows;
       b.observation = l.observation;
       b.observation_offsets = l.offsets;
+      b.observation_heads = l.heads;
+      b.recent = l.recent;
       b.budget_bytes = l.budget;
-      b.first_recent_index = static_cast<int64_t>(l.windows.size());
+      b.first_recent_index = !l.recent.empty()   ? l.recent.front().index
+                             : l.windows.empty() ? 0
+                                                 : l.windows.back().index + 1;
       bands.push_back(b);
     }
     context.config = &config;
@@ -84,7 +90,6 @@ using T = Tier;
 
 TEST(QevictPolicy, QuantizedWindowThatOvertakesAnFp16WindowIsPromoted) {
   SyntheticContext sc;
-  sc.config.query_aware = false;  // the cache's score alone (the paper's ranking)
   // Budget 2000: fp16 share 1000 = one window; quantized tier the other 1000 = three windows.
   sc.layers = {Layer({T::kFp16, T::kQuant, T::kQuant, T::kQuant}, {5.0f, 1.0f, 2.0f, 3.0f}, 2000)};
   EXPECT_EQ(RouteWith("qevict", sc), (std::vector<Tier>{T::kFp16, T::kQuant, T::kQuant, T::kQuant}));
@@ -95,7 +100,6 @@ TEST(QevictPolicy, QuantizedWindowThatOvertakesAnFp16WindowIsPromoted) {
 
 TEST(QevictPolicy, HysteresisNeedsAMargin) {
   SyntheticContext sc;
-  sc.config.query_aware = false;  // the cache's score alone (the paper's ranking)
   sc.config.hysteresis = 0.5;
   sc.layers = {Layer({T::kFp16, T::kQuant, T::kQuant, T::kQuant}, {5.0f, 1.0f, 7.0f, 3.0f}, 2000)};
   EXPECT_EQ(RouteWith("qevict", sc)[2], T::kQuant);  // 7 < 5 * 1.5
@@ -105,32 +109,78 @@ TEST(QevictPolicy, HysteresisNeedsAMargin) {
 
 TEST(QevictPolicy, EvictsTheLowestWhenBothTiersAreFull) {
   SyntheticContext sc;
-  sc.config.query_aware = false;  // the cache's score alone (the paper's ranking)
   sc.layers = {Layer(std::vector<Tier>(6, T::kFp16), {6, 5, 4, 3, 2, 1}, 1600)};
   // fp16 share 800: none fits; quantized tier 1600: five windows; window 5 evicted.
   EXPECT_EQ(RouteWith("qevict", sc), (std::vector<Tier>{T::kQuant, T::kQuant, T::kQuant, T::kQuant,
                                                         T::kQuant, T::kEvicted}));
 }
 
-TEST(QevictPolicy, QueryAwareRanksByTheQuestionThenByDecodeMass) {
+TEST(QevictPolicy, RanksByCumulativeAttentionPrefillIncludedAndIgnoresTheQuestion) {
+  // The paper's method: the question's observation plays no part, the cumulative score does.
+  SyntheticContext sc;
+  sc.layers = {Layer(std::vector<Tier>(4, T::kFp16), {9.0f, 1.0f, 1.0f, 1.0f}, 2000)};
+  sc.layers[0].observation = {0, 0, 0, 0, 0, 0.9f, 0, 0};
+  sc.layers[0].offsets = {0, 2, 4, 6};
+  EXPECT_FALSE(MakePolicy(KvConfig{})->wants_observation());
+  EXPECT_EQ(RouteWith("qevict", sc, BatchKind::kPromptEnd),
+            (std::vector<Tier>{T::kFp16, T::kQuant, T::kQuant, T::kQuant}));
+}
+
+TEST(QevictQaPolicy, RanksByTheQuestionThenByDecodeMass) {
   SyntheticContext sc;
   sc.config.query_kernel = 1;  // no pooling: each window scores its own tokens
   // Four windows of two tokens, no sinks; the question attends window 2 only.
   sc.layers = {Layer(std::vector<Tier>(4, T::kFp16), {9.0f, 1.0f, 1.0f, 1.0f}, 2000)};
   sc.layers[0].observation = {0, 0, 0, 0, 0, 0.9f, 0, 0};
   sc.layers[0].offsets = {0, 2, 4, 6};
-  sc.config.policy = "qevict";
+  sc.config.policy = "qevict-qa";
   std::unique_ptr<Policy> policy = MakePolicy(sc.config);
+  EXPECT_TRUE(policy->wants_observation());
   // Window 0's large cumulative score (prefill attention) does not count: the question does.
-  EXPECT_EQ(RouteWith("qevict", sc, BatchKind::kPromptEnd, policy.get()),
+  EXPECT_EQ(RouteWith("", sc, BatchKind::kPromptEnd, policy.get()),
             (std::vector<Tier>{T::kQuant, T::kQuant, T::kFp16, T::kQuant}));
   for (BandWindow& w : sc.layers[0].windows) w.tier = w.index == 2 ? T::kFp16 : T::kQuant;
   sc.layers[0].observation.clear();
   sc.layers[0].offsets.clear();
   // Decoding: window 1 receives more attention mass than the question gave window 2.
   sc.layers[0].windows[1].score += 2.0f;
-  EXPECT_EQ(RouteWith("qevict", sc, BatchKind::kGenerated, policy.get()),
+  EXPECT_EQ(RouteWith("", sc, BatchKind::kGenerated, policy.get()),
             (std::vector<Tier>{T::kQuant, T::kFp16, T::kQuant, T::kQuant}));
+}
+
+TEST(QevictQaPolicy, WindowsRecentAtThePromptEndDoNotKeepTheirPrefillMass) {
+  // At the prompt end windows 0-1 are in the band and windows 2-3 in the recent region; all four
+  // have the same cumulative (prefill) score 5.0. The question gives the band windows 0.3 and
+  // 0.25, the recent ones 0.2 (one token per window, no sinks, kernel 1).
+  SyntheticContext sc;
+  sc.config.query_kernel = 1;
+  sc.layers = {Layer({T::kFp16, T::kFp16}, {5.0f, 5.0f}, 4 * kFp)};
+  SyntheticLayer& l = sc.layers[0];
+  for (int64_t i = 2; i < 4; ++i) {
+    BandWindow w;
+    w.index = i;
+    w.score = 5.0f;
+    l.recent.push_back(w);
+  }
+  l.observation = {0.3f, 0.25f, 0.2f, 0.2f};
+  l.offsets = {0, 1, 2, 3};
+  sc.config.policy = "qevict-qa";
+  std::unique_ptr<Policy> policy = MakePolicy(sc.config);
+  RouteWith("", sc, BatchKind::kPromptEnd, policy.get());
+  // Decoding: windows 2-3 left the recent region; every window received 0.05 more mass. Keys are
+  // observation + decode mass: 0.35, 0.3, 0.25, 0.25, so the former band windows rank first
+  // (counting windows 2-3's prefill mass would give them 5.25 and the fp16 tier).
+  l = Layer(std::vector<Tier>(4, T::kQuant), {5.05f, 5.05f, 5.05f, 5.05f}, kFp + 3 * kQ);
+  l.observation.clear();
+  l.offsets.clear();
+  EXPECT_EQ(RouteWith("", sc, BatchKind::kGenerated, policy.get()),
+            (std::vector<Tier>{T::kFp16, T::kQuant, T::kQuant, T::kQuant}));
+  sc.layers[0].windows[1].score += 0.2f;  // 0.5: window 1 overtakes window 0
+  EXPECT_EQ(RouteWith("", sc, BatchKind::kGenerated, policy.get()),
+            (std::vector<Tier>{T::kQuant, T::kFp16, T::kQuant, T::kQuant}));
+  sc.layers[0].windows[3].score += 0.4f;  // 0.65: a formerly recent window overtakes on decode mass
+  EXPECT_EQ(RouteWith("", sc, BatchKind::kGenerated, policy.get()),
+            (std::vector<Tier>{T::kQuant, T::kQuant, T::kQuant, T::kFp16}));
 }
 
 TEST(MikvPolicy, NeverPromotesAndEvictsOnlyWhenTheQuantizedTierIsFull) {
@@ -141,11 +191,21 @@ TEST(MikvPolicy, NeverPromotesAndEvictsOnlyWhenTheQuantizedTierIsFull) {
   EXPECT_EQ(RouteWith("mikv", sc), (std::vector<Tier>{T::kQuant, T::kQuant, T::kQuant, T::kEvicted}));
 }
 
-TEST(H2oPolicy, KeepsHeavyHittersInFp16AndEvictsTheRest) {
+TEST(H2oPolicy, SplitsTheBudgetBetweenHeavyHittersAndTheNewestWindows) {
   SyntheticContext sc;
-  sc.layers = {Layer(std::vector<Tier>(5, T::kFp16), {3, 9, 1, 7, 2}, 2500)};
+  // Budget of four fp16 windows: the two newest (windows 5, 6) are kept as recent whatever their
+  // score, the other two slots go to the heaviest older windows (1 and 3).
+  sc.layers = {Layer(std::vector<Tier>(7, T::kFp16), {3, 9, 1, 7, 2, 0, 0}, 4 * kFp)};
   EXPECT_EQ(RouteWith("h2o", sc), (std::vector<Tier>{T::kEvicted, T::kFp16, T::kEvicted, T::kFp16,
-                                                     T::kEvicted}));
+                                                     T::kEvicted, T::kFp16, T::kFp16}));
+  // h2o_recent_share = 0: heavy hitters only.
+  sc.config.h2o_recent_share = 0.0;
+  EXPECT_EQ(RouteWith("h2o", sc), (std::vector<Tier>{T::kFp16, T::kFp16, T::kEvicted, T::kFp16,
+                                                     T::kFp16, T::kEvicted, T::kEvicted}));
+  // 0.75: three recent windows, one heavy hitter.
+  sc.config.h2o_recent_share = 0.75;
+  EXPECT_EQ(RouteWith("h2o", sc), (std::vector<Tier>{T::kEvicted, T::kFp16, T::kEvicted,
+                                                     T::kEvicted, T::kFp16, T::kFp16, T::kFp16}));
 }
 
 TEST(TovaPolicy, RanksByTheLatestQueryOnly) {
@@ -213,6 +273,54 @@ TEST(SnapKvPolicy, DecidesOnceFromThePromptObservation) {
   sc.layers[0].offsets = {5, 13};
   EXPECT_EQ(RouteWith("", sc, BatchKind::kPromptEnd, &policy),
             (std::vector<Tier>{T::kFp16, T::kEvicted}));
+}
+
+// Two KV heads, 2 sink tokens, four band windows of 4 tokens, one recent window of 4 tokens.
+SyntheticLayer TwoHeadLayer(int64_t budget) {
+  SyntheticLayer l = Layer(std::vector<Tier>(4, T::kFp16), {0, 0, 0, 0}, budget);
+  BandWindow recent;
+  recent.index = 4;
+  l.recent = {recent};
+  l.offsets = {2, 6, 10, 14, 18};
+  l.heads = 2;
+  l.observation.assign(2 * 22, 0.0f);
+  return l;
+}
+
+TEST(SnapKvPolicy, TakesTheMaxOverHeads) {
+  SyntheticContext sc;
+  sc.config.snapkv_kernel = 1;
+  sc.layers = {TwoHeadLayer(kFp)};
+  float* head0 = sc.layers[0].observation.data();
+  float* head1 = head0 + 22;
+  // Window sums: head 0 {0.3, 0.5, 0.2, 0}, head 1 {0.3, 0, 0.2, 0}. The mean over heads would
+  // keep window 0 (0.3 > 0.25); the max keeps window 1, which head 0 needs.
+  head0[2] = 0.3f, head0[6] = 0.5f, head0[10] = 0.2f;
+  head1[2] = 0.3f, head1[10] = 0.2f;
+  EXPECT_EQ(RouteWith("snapkv", sc, BatchKind::kPromptEnd),
+            (std::vector<Tier>{T::kEvicted, T::kFp16, T::kEvicted, T::kEvicted}));
+}
+
+TEST(SnapKvPolicy, PoolsWithinTheBandNotAcrossTheSinksOrTheRecentRegion) {
+  SyntheticContext sc;
+  sc.config.snapkv_kernel = 7;
+  sc.layers = {TwoHeadLayer(kFp)};
+  std::vector<float>& obs = sc.layers[0].observation;
+  // The sinks and the recent window (the question's own tokens) draw large attention; in the
+  // band, token 7 (window 1) draws 0.2. Pooled within the band: window 0 gets 0.2 on tokens 4-5
+  // (0.4), window 1 0.8, window 2 0.2 (token 10), window 3 nothing. Pooling across the segment
+  // boundaries would give window 0 the sinks' 5.0 on three tokens and window 3 the recent 3.0.
+  for (int h = 0; h < 2; ++h) {
+    float* row = obs.data() + 22 * h;
+    row[0] = row[1] = 5.0f;
+    row[7] = 0.2f;
+    for (int t = 18; t < 22; ++t) row[t] = 3.0f;
+  }
+  EXPECT_EQ(RouteWith("snapkv", sc, BatchKind::kPromptEnd),
+            (std::vector<Tier>{T::kEvicted, T::kFp16, T::kEvicted, T::kEvicted}));
+  sc.layers[0].budget = 2 * kFp;
+  EXPECT_EQ(RouteWith("snapkv", sc, BatchKind::kPromptEnd),
+            (std::vector<Tier>{T::kFp16, T::kFp16, T::kEvicted, T::kEvicted}));
 }
 
 TEST(PyramidKvPolicy, BudgetsDecreaseLinearlyWithDepth) {

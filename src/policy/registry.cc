@@ -12,10 +12,11 @@ const std::vector<PolicyInfo>& PolicyInfos() {
       {"full", "no compression: every token in fp16 (the reference)", nullptr},
       {"streaming", "StreamingLLM: sinks + the most recent windows, oldest evicted",
        &MakeStreamingPolicy},
-      {"h2o", "H2O: heavy-hitter windows by cumulative attention + recent, evicted while decoding",
+      {"h2o", "H2O: half the band heavy-hitter windows by cumulative attention, half the newest",
        &MakeH2oPolicy},
       {"tova", "TOVA: evicts the windows the latest query attends least", &MakeTovaPolicy},
-      {"snapkv", "SnapKV: once after the prompt, pooled attention of the last 32 prompt queries",
+      {"snapkv",
+       "SnapKV: once after the prompt, pooled attention of the last prompt queries, max over heads",
        &MakeSnapKvPolicy},
       {"pyramidkv", "PyramidKV: SnapKV selection with budgets decreasing linearly with depth",
        &MakePyramidKvPolicy},
@@ -23,8 +24,12 @@ const std::vector<PolicyInfo>& PolicyInfos() {
        &MakeKiviPolicy},
       {"mikv", "MiKV: important windows fp16, the rest quantized, evict only when needed; no promotion",
        &MakeMikvPolicy},
-      {"qevict", "QEvict: fp16 / quantized / evicted windows by importance, with promotion",
+      {"qevict",
+       "QEvict (the paper): fp16 / quantized / evicted windows by cumulative attention, promotion",
        &MakeQevictPolicy},
+      {"qevict-qa",
+       "QEvict ranked by each prompt's pooled question attention + decode mass since (ours)",
+       &MakeQevictQaPolicy},
   };
   return infos;
 }
@@ -42,6 +47,12 @@ std::string PolicyDescription(std::string_view name) {
   throw Error("unknown KV cache policy '" + std::string(name) + "'");
 }
 
+KvConfig PolicyLayout(const KvConfig& config) {
+  KvConfig layout = config;
+  if (config.policy == "kivi") layout.window = config.kivi_group;
+  return layout;
+}
+
 std::unique_ptr<Policy> MakePolicy(const KvConfig& config) {
   for (const PolicyInfo& info : PolicyInfos()) {
     if (config.policy == info.name) {
@@ -54,10 +65,11 @@ std::unique_ptr<Policy> MakePolicy(const KvConfig& config) {
   throw Error("unknown KV cache policy '" + config.policy + "'");
 }
 
-std::unique_ptr<KvCache> CreateKvCache(const KvConfig& config, const KvGeometry& geometry,
+std::unique_ptr<KvCache> CreateKvCache(const KvConfig& requested, const KvGeometry& geometry,
                                        const Rope& rope) {
-  config.Validate();
-  if (config.policy == "full") return std::make_unique<FullCache>(geometry, rope);
+  requested.Validate();
+  if (requested.policy == "full") return std::make_unique<FullCache>(geometry, rope);
+  const KvConfig config = PolicyLayout(requested);
   return std::make_unique<TieredCache>(config, geometry, rope, MakePolicy(config));
 }
 
@@ -69,10 +81,16 @@ std::unique_ptr<TieredCache> CreatePrefixCache(const KvConfig& config, const KvG
   return cache;
 }
 
-std::unique_ptr<KvCache> ForkKvCache(const TieredCache& prefix, const KvConfig& config,
+std::unique_ptr<KvCache> ForkKvCache(const TieredCache& prefix, const KvConfig& requested,
                                      const Rope& rope, ThreadPool& pool) {
-  config.Validate();
-  if (config.policy == "full") return prefix.ForkFull(rope);
+  requested.Validate();
+  if (requested.policy == "full") return prefix.ForkFull(rope);
+  const KvConfig config = PolicyLayout(requested);
+  if (config.window != prefix.config().window) {
+    throw Error("policy '" + config.policy + "' needs windows of " + std::to_string(config.window) +
+                " tokens but the prefix cache has " + std::to_string(prefix.config().window) +
+                " (read the prompt into a prefix of PolicyLayout(config))");
+  }
   return prefix.Fork(config, MakePolicy(config), rope, pool);
 }
 

@@ -24,6 +24,11 @@ const std::vector<PolicyInfo>& PolicyInfos();  // in KnownKvPolicyNames() order
 std::vector<std::string> PolicyNames();
 std::string PolicyDescription(std::string_view name);  // throws Error for an unknown name
 
+// The config a policy's cache is built with: config itself, except that kivi's window is its
+// key group, config.kivi_group (32 as in KIVI: keys per channel over 32 tokens, and a recent
+// fp16 residual of R to R + 31 tokens). CreateKvCache and ForkKvCache apply it.
+KvConfig PolicyLayout(const KvConfig& config);
+
 // The policy of a tiered cache (throws Error for "full" or an unknown name).
 std::unique_ptr<Policy> MakePolicy(const KvConfig& config);
 

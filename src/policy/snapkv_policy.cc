@@ -16,7 +16,7 @@ void SnapKvPolicy::BeginRun() {
 }
 
 void SnapKvPolicy::ScoreLayer(const LayerBand& band, int layer) {
-  PooledObservationScores(band, kernel_, &scores_[layer], &scored_limit_[layer], &pooled_);
+  PooledObservationScores(band, kernel_, HeadReduce::kMax, &scores_[layer], &scored_limit_[layer], &pooled_);
 }
 
 void SnapKvPolicy::Route(const RoutingContext& context, Plan* plan) {

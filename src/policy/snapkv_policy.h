@@ -1,10 +1,14 @@
 // SnapKV (and PyramidKV, which only changes the per-layer budgets): after the prompt, the
-// attention of the last snapkv_window prompt queries on every token is max-pooled over
-// snapkv_kernel neighbouring tokens; a window's score is the sum over its tokens and the top
-// windows fill the budget in fp16. The decision is taken once, at the end of the first prompt
-// (and between prompt chunks when --kv-prefill-chunk routes them). Afterwards nothing is
-// rescored: windows created after the decision (generated text, later turns) are kept newest
-// first, and when the budget requires it the prompt windows go lowest score first.
+// attention of the last snapkv_window prompt queries on every token (summed over those queries,
+// per KV head) is max-pooled over snapkv_kernel neighbouring tokens (never across the sinks or
+// into the recent region, which are kept anyway: SnapKV pools only the prefix before its
+// observation window); a window's score is the sum over its tokens, and since the decision is
+// shared by the layer's KV heads it takes the maximum over heads (SnapKV selects per head: a
+// window one head needs is kept). The top windows fill the budget in fp16. The decision is
+// taken once, at the end of the first prompt (and between prompt chunks when --kv-prefill-chunk
+// routes them). Afterwards nothing is rescored: windows created after the decision (generated
+// text, later turns) are kept newest first, and when the budget requires it the prompt windows
+// go lowest score first.
 #pragma once
 
 #include <vector>

@@ -43,8 +43,9 @@ class TieredSizes {
 
 }  // namespace
 
-int64_t KvReservationBytes(const KvConfig& config, const KvGeometry& geometry,
+int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry,
                            int64_t prompt_tokens, int64_t max_new_tokens) {
+  const KvConfig config = PolicyLayout(requested);  // the window the cache will really have
   const int64_t per_token = geometry.fp16_bytes_per_token();
   const int64_t run = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
   if (config.policy == "full") return run * per_token;

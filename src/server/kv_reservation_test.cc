@@ -48,7 +48,8 @@ void ExpectPeakWithinReservation(const std::string& policy, double budget, int64
   // Not wildly above either: within the whole fp16 cache of the run plus bookkeeping, plus what
   // the pools map beyond their live blocks (whole slabs; demotions in flight).
   EXPECT_LE(reserved, int64_t{2} * run * geo.fp16_bytes_per_token() + 64 * 1024 +
-                          TieredCache::MappedSlackBytes(config, geo, run * geo.fp16_bytes_per_token()));
+                          TieredCache::MappedSlackBytes(PolicyLayout(config), geo,
+                                                        run * geo.fp16_bytes_per_token()));
 }
 
 TEST(KvReservationTest, FullCacheIsEveryTokenInFp16) {

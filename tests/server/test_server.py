@@ -30,6 +30,9 @@ import openai
 from openai import OpenAI
 
 CHAT = [{"role": "user", "content": "What is the capital of France?"}]
+# A question the reference model answers within 16 tokens, with the full cache and with KV_QEVICT
+# ("The capital of France is Paris."); to CHAT it rambles in French until the length limit.
+CAPITAL = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
 KV_QEVICT = {"kv": {"policy": "qevict", "budget": 0.1}}
 
 
@@ -203,7 +206,7 @@ def test_health_and_models(srv, args):
 
 
 def test_chat_non_streaming(srv, args):
-    r = srv.client().chat.completions.create(model="any", messages=CHAT, max_tokens=16,
+    r = srv.client().chat.completions.create(model="any", messages=CAPITAL, max_tokens=16,
                                              temperature=0, extra_body=KV_QEVICT)
     assert r.object == "chat.completion" and r.id.startswith("chatcmpl-"), r
     choice = r.choices[0]
@@ -215,7 +218,8 @@ def test_chat_non_streaming(srv, args):
     assert u.total_tokens == u.prompt_tokens + u.completion_tokens, u
     kv = r.model_extra["kv"]
     assert kv["policy"] == "qevict" and kv["budget_bytes"] > 0, kv
-    assert "paris" in choice.message.content.lower() or choice.finish_reason == "length"
+    # The answer itself, whatever the finish reason: hitting the length limit without it fails.
+    assert "paris" in choice.message.content.lower(), (choice.message.content, choice.finish_reason)
 
 
 def test_chat_streaming_matches_non_streaming(srv, args):
@@ -298,15 +302,41 @@ def test_sampling_is_seeded(srv, args):
     assert a == b, (a, b)
 
 
+LONG_CHAT = [{"role": "user", "content": "".join(
+    "Record %d: the crate with serial %d went to dock %d. " % (i, 1000 + 37 * i, i % 9)
+    for i in range(50)) + "\nWhich dock did the crate with serial 1370 go to?"}]
+
+
 def test_kv_policies(srv, args):
+    """Each per-request "kv" is applied: the policy is echoed, the byte budget is the requested
+    fraction of the fp16 cache of prompt + max_tokens (or the requested cap), and the resident
+    bytes reported stay under it."""
     client = srv.client()
+    max_tokens = 8
     for kv in ({"policy": "full"}, {"policy": "streaming", "budget": 0.5},
                {"policy": "h2o", "budget_bytes": 2000000},
-               {"policy": "qevict", "budget": 0.3, "bits": 4, "prefill_chunk": 16}):
-        r = client.chat.completions.create(model="any", messages=CHAT, max_tokens=4,
+               {"policy": "qevict", "budget": 0.3, "bits": 4, "prefill_chunk": 16},
+               {"policy": "qevict-qa", "budget": 0.2}, {"policy": "snapkv", "budget": 0.1}):
+        r = client.chat.completions.create(model="any", messages=LONG_CHAT, max_tokens=max_tokens,
                                            temperature=0, extra_body={"kv": kv})
-        assert r.model_extra["kv"]["policy"] == kv["policy"], (kv, r.model_extra)
+        got = r.model_extra["kv"]
+        assert got["policy"] == kv["policy"], (kv, got)
         assert r.usage.completion_tokens >= 1
+        assert got["tokens_seen"] >= r.usage.prompt_tokens, (kv, got, r.usage)
+        per_token = got["full_fp16_bytes"] // got["tokens_seen"]
+        assert per_token * got["tokens_seen"] == got["full_fp16_bytes"], got
+        if kv["policy"] == "full":
+            assert got["budget_bytes"] == -1 and got["evictions"] == 0, got
+            continue
+        if "budget_bytes" in kv:
+            expected = kv["budget_bytes"]
+        else:
+            expected = int(kv["budget"] * (r.usage.prompt_tokens + max_tokens) * per_token)
+        assert abs(got["budget_bytes"] - expected) <= 1, (kv, got, expected)
+        assert not got["infeasible"], (kv, got)
+        assert 0 < got["resident_bytes"] <= got["budget_bytes"], (kv, got)
+        assert got["evictions"] > 0, (kv, got)  # it routed: the prompt alone exceeds the budget
+        assert got["resident_bytes"] < got["full_fp16_bytes"], (kv, got)
 
 
 def test_port_in_use_is_a_clean_error(srv, args):
