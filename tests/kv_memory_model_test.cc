@@ -7,6 +7,7 @@
 //     cache's RSS grows by its whole fp16 KV.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -58,14 +59,23 @@ TEST(KvMemoryModelTest, EveryPolicyKeepsOnlyWhatItsWindowsNeedMapped) {
     SessionOptions so;
     so.n_ctx = static_cast<int64_t>(prompt.size()) + n_new;
     KvConfig shared;  // geometry and parameters shared by the forks
-    Session prefix(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
-      return std::unique_ptr<KvCache>(CreatePrefixCache(shared, g, r));
-    });
-    prefix.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
-    const std::span<const float> first = prefix.Prefill(prompt);
-    const std::vector<float> logits(first.begin(), first.end());
-    const auto& prefix_cache = dynamic_cast<const TieredCache&>(prefix.cache());
-    const int64_t scattered = prefix_cache.Stats().pool_reserved_bytes;
+    // One prefix per window layout (kivi's cache has 32-token windows: PolicyLayout).
+    std::map<int, std::unique_ptr<Session>> prefixes;
+    std::vector<float> logits;
+    auto prefix_for = [&](const KvConfig& c) -> Session& {
+      KvConfig layout = PolicyLayout(c);
+      std::unique_ptr<Session>& slot = prefixes[layout.window];
+      if (!slot) {
+        layout.policy = shared.policy;
+        slot = std::make_unique<Session>(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
+          return std::unique_ptr<KvCache>(CreatePrefixCache(layout, g, r));
+        });
+        slot->BeginRun(static_cast<int64_t>(prompt.size()), n_new);
+        const std::span<const float> first = slot->Prefill(prompt);
+        logits.assign(first.begin(), first.end());
+      }
+      return *slot;
+    };
     for (const std::string& name : PolicyNames()) {
       if (name == "full") continue;
       for (double budget : {0.05, 0.1, 0.2, 0.5}) {
@@ -74,6 +84,9 @@ TEST(KvMemoryModelTest, EveryPolicyKeepsOnlyWhatItsWindowsNeedMapped) {
         KvConfig c = shared;
         c.policy = name;
         c.budget = budget;
+        Session& prefix = prefix_for(c);
+        const auto& prefix_cache = dynamic_cast<const TieredCache&>(prefix.cache());
+        const int64_t scattered = prefix_cache.Stats().pool_reserved_bytes;
         // The fork starts from a copy of the prefix's slabs (the whole prompt in fp16) and
         // routes: compaction must give the rest back.
         Session s(prefix, [&](const KvCache&, const Rope& r) {

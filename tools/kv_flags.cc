@@ -49,6 +49,11 @@ void AddKvFlags(CLI::App& cmd, KvFlags& f) {
   cmd.add_option("--kv-q-share", c.q_share, "share of the band's bytes for the quantized tier")
       ->capture_default_str()
       ->group(group);
+  cmd.add_option("--kv-prefill-q-share", c.prefill_q_share,
+                 "qevict/qevict-qa between prompt chunks: the quantized tier's share of the band "
+                 "(1: archive rather than evict until the prompt's end ranks the windows)")
+      ->capture_default_str()
+      ->group(group);
   cmd.add_option("--kv-hysteresis", c.hysteresis,
                  "margin a quantized window's score must exceed an fp16 window's by to swap")
       ->capture_default_str()

@@ -37,6 +37,8 @@ KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
       c.route_every = static_cast<int>(ParseNumber(spec, key, value));
     } else if (key == "q_share") {
       c.q_share = ParseNumber(spec, key, value);
+    } else if (key == "prefill_q_share") {
+      c.prefill_q_share = ParseNumber(spec, key, value);
     } else if (key == "hysteresis") {
       c.hysteresis = ParseNumber(spec, key, value);
     } else if (key == "h2o_recent_share") {
@@ -49,7 +51,7 @@ KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
       c.pyramid_beta = ParseNumber(spec, key, value);
     } else {
       throw Error("policy variant '" + spec + "': unknown key '" + key +
-                  "' (recovery, route_every, q_share, hysteresis, query_kernel, snapkv_kernel, "
+                  "' (recovery, route_every, q_share, prefill_q_share, hysteresis, query_kernel, snapkv_kernel, "
                   "pyramid_beta, h2o_recent_share)");
     }
   }

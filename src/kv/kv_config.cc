@@ -65,6 +65,8 @@ void KvConfig::Validate() const {
   Require(route_every >= 1, "--kv-route-every must be >= 1, got " + std::to_string(route_every));
   Require(std::isfinite(q_share) && q_share >= 0.0 && q_share <= 1.0,
           "--kv-q-share must be in [0, 1], got " + std::to_string(q_share));
+  Require(std::isfinite(prefill_q_share) && prefill_q_share >= 0.0 && prefill_q_share <= 1.0,
+          "--kv-prefill-q-share must be in [0, 1], got " + std::to_string(prefill_q_share));
   Require(std::isfinite(hysteresis) && hysteresis >= 0.0,
           "--kv-hysteresis must be >= 0, got " + std::to_string(hysteresis));
   Require(prefill_chunk >= 0, "--kv-prefill-chunk must be >= 0 (0 = route only after the "
@@ -126,6 +128,7 @@ const std::vector<KvOptionDoc>& KvOptionDocs() {
       {"--kv-recovery", "paper", "promoted windows hold dequantized codes (paper) or exact fp16 originals from a cold store (exact)", false},
       {"--kv-prefill-chunk", "512", "with a budget, route after every prompt chunk of this many tokens so the cache peaks at budget + one chunk (0 = the paper's mode: route once, after the whole prompt)", true},
       {"--kv-hysteresis", "0", "a quantized window is promoted only if its score beats the fp16 window's by this fraction", true},
+      {"--kv-prefill-q-share", "1", "qevict/qevict-qa between prompt chunks (bounded prefill): the quantized tier's share of the band, so that windows are archived rather than evicted before the prompt's end ranks them", true},
       {"--kv-query-kernel", "7", "qevict-qa: max-pool kernel over the question's token attention (SnapKV's, like snapkv_kernel)", false},
       {"--kv-score", "cumulative", "importance: cumulative (H2O), decay, normalized (ZipCache)", true},
       {"(config) score_decay", "0.95", "per-query decay factor of --kv-score decay", true},

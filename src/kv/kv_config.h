@@ -42,6 +42,10 @@ struct KvConfig {
   // Routing.
   int route_every = 8;        // Ω: generated tokens between routing steps
   double q_share = 0.5;       // share of the band's bytes given to the Q tier (choice)
+  // qevict / qevict-qa at the routing steps between prompt chunks (bounded prefill): the Q tier's
+  // share while the prompt is still being read. 1 archives the band in 2 bits rather than
+  // evicting it before the prompt's end can rank it (choice; docs/kv-cache.md).
+  double prefill_q_share = 1.0;
   double hysteresis = 0.0;    // a Q window must beat an FP window's score by this fraction (choice)
   // Bounded prefill: with a budget, the prompt is routed after every chunk of this many tokens,
   // so the cache peaks at the budget plus one chunk (spec, "Budget"). 0: the paper's prompt-end

@@ -17,13 +17,15 @@ namespace {
 class QevictPolicy : public Policy {
  public:
   explicit QevictPolicy(const KvConfig& config)
-      : q_share_(config.q_share), hysteresis_(static_cast<float>(config.hysteresis)) {}
+      : q_share_(config.q_share),
+        prefill_q_share_(config.prefill_q_share), hysteresis_(static_cast<float>(config.hysteresis)) {}
 
   void Route(const RoutingContext& context, Plan* plan) override {
     FillRule rule;
     rule.use_quant = true;
     rule.allow_promote = true;
-    rule.q_share = q_share_;
+    // Between prompt chunks (bounded prefill) nothing has seen the prompt's end yet: archive.
+    rule.q_share = context.trigger == BatchKind::kPromptChunk ? prefill_q_share_ : q_share_;
     const float bonus = 1.0f + hysteresis_;
     for (size_t l = 0; l < context.layers.size(); ++l) {
       RankBand(context.layers[l].windows,
@@ -35,6 +37,7 @@ class QevictPolicy : public Policy {
 
  private:
   double q_share_;
+  double prefill_q_share_;
   float hysteresis_;
   std::vector<int> order_;
   std::vector<float> keys_;

@@ -24,6 +24,7 @@ class QevictQaPolicy : public Policy {
  public:
   explicit QevictQaPolicy(const KvConfig& config)
       : q_share_(config.q_share),
+        prefill_q_share_(config.prefill_q_share),
         hysteresis_(static_cast<float>(config.hysteresis)),
         kernel_(config.query_kernel) {}
 
@@ -38,7 +39,8 @@ class QevictQaPolicy : public Policy {
     FillRule rule;
     rule.use_quant = true;
     rule.allow_promote = true;
-    rule.q_share = q_share_;
+    // Between prompt chunks (bounded prefill) nothing has seen the prompt's end yet: archive.
+    rule.q_share = context.trigger == BatchKind::kPromptChunk ? prefill_q_share_ : q_share_;
     const float bonus = 1.0f + hysteresis_;
     const size_t n_layers = context.layers.size();
     if (observed_.size() != n_layers) {
@@ -82,6 +84,7 @@ class QevictQaPolicy : public Policy {
   }
 
   double q_share_;
+  double prefill_q_share_;
   float hysteresis_;
   int kernel_;
   std::vector<std::vector<float>> observed_;  // [layer][window index]

@@ -68,6 +68,9 @@ const std::map<std::string, Setter>& Setters() {
        }},
       {"q_share", [](const nlohmann::json& v, const std::string& p,
                      KvConfig& c) { c.q_share = GetNumberIn(v, p, 0.0, 1.0); }},
+      {"prefill_q_share", [](const nlohmann::json& v, const std::string& p, KvConfig& c) {
+         c.prefill_q_share = GetNumberIn(v, p, 0.0, 1.0);
+       }},
       {"hysteresis", [](const nlohmann::json& v, const std::string& p,
                         KvConfig& c) { c.hysteresis = GetNumberIn(v, p, 0.0, 1.0e6); }},
       {"score",
