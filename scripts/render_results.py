@@ -51,7 +51,9 @@ def load_runs(dirs):
             # Prompt-end rows (one fp16 prefill forked into every row) are their own policy
             # rows; bounded rows (each row prefills in chunks, routing between them) are not
             # labelled. Same rule as PolicyLabel in src/eval/eval_report.cc.
-            if r.get("prefill_mode") == "prompt-end":
+            # Rows written before the modes existed were all prompt-end rows.
+            mode = r.get("prefill_mode", "full" if r["policy"] == "full" else "prompt-end")
+            if mode == "prompt-end":
                 r["policy"] = r["policy"] + " (prompt-end)"
         runs.append((d, pe.load_summary(d), rows))
     return runs
@@ -187,7 +189,10 @@ def section_header(runs, rows, duplicates, argv):
         out.append(f"   - output `{d}`, {len(rrows)} rows; model "
                    f"{md_code(str(summ.get('model', '?')))}, seed {summ.get('seed', '?')}, "
                    f"threads {summ.get('threads', '?')}, started {summ.get('started', '?')}, "
-                   f"wall time {fmt_duration(wall)}")
+                   f"wall time {fmt_duration(wall)}; prefill modes "
+                   f"{', '.join(summ.get('prefill_modes', ['prompt-end']))}"
+                   + (f" (chunks of {summ['prefill_chunk']} tokens)"
+                      if summ.get("prefill_chunk") else ""))
     out += ["", f"Total wall time {fmt_duration(total_wall)}; {len(rows)} rows after merging"
             + (f" ({duplicates} rows replaced by a later run)" if duplicates else "") + ".", ""]
     return out
@@ -511,7 +516,11 @@ def section_wins(tables):
 def section_diagnostics(tables):
     out = ["## Diagnostics", "",
            "Means over instances (peaks: the largest over instances). Bytes in MiB: mean / peak "
-           "resident per tier (fp16, 2-bit quantized) and in total, and the budget. Missed "
+           "resident per tier (fp16, 2-bit quantized) and in total, and the budget; what the "
+           "cache held mapped from the OS at its peak (pools and buffers, KvStats reserved "
+           "bytes) and the process's peak RSS during the row (weights included; in bounded "
+           "runs without a shadow the row's cache alone, otherwise with the shared fp16 "
+           "prefix). Missed "
            "mass: share of the full cache's attention on tokens the policy no longer holds (mean "
            "over decode steps); FMM: future missed mass at routing events. Both need a shadow "
            "run (`--shadow`).", ""]
@@ -524,7 +533,7 @@ def section_diagnostics(tables):
         has_cold = any((pe.kv(r, "cold_peak_bytes") or 0) > 0 for r in t.rows)
         header = ["budget", "policy", "n", "promotions", "demotions", "evictions",
                   "fp16 MiB mean / peak", "quant MiB mean / peak", "total MiB mean / peak",
-                  "budget MiB"]
+                  "budget MiB", "mapped MiB peak", "peak RSS MiB"]
         header += ["cold peak MiB"] if has_cold else []
         header += ["missed mass"] if has_mm else []
         header += ["FMM"] if has_fmm else []
@@ -548,7 +557,8 @@ def section_diagnostics(tables):
                        f"{fmt_mib(m('mean_fp16_bytes'))} / {fmt_mib(mx('peak_fp16_bytes'))}",
                        f"{fmt_mib(m('mean_quant_bytes'))} / {fmt_mib(mx('peak_quant_bytes'))}",
                        f"{fmt_mib(m('mean_resident_bytes'))} / {fmt_mib(mx('peak_bytes'))}",
-                       fmt_mib(m("budget_bytes"))]
+                       fmt_mib(m("budget_bytes")), fmt_mib(mx("peak_reserved_bytes")),
+                       fmt_mib(mx("peak_rss_bytes"))]
                 if has_cold:
                     row.append(fmt_mib(mx("cold_peak_bytes")))
                 if has_mm:
