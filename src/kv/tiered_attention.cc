@@ -236,4 +236,29 @@ void TieredCache::DenseLayer(int layer, std::vector<float>* keys, std::vector<fl
   }
 }
 
+void TieredCache::HoldObservation() {
+  for (LayerState& l : layers_) {
+    l.obs_queries.resize(static_cast<size_t>(config_.snapkv_window) * geo_.n_heads * geo_.head_dim);
+    l.obs_pos.resize(config_.snapkv_window);
+    l.obs_filled = l.obs_next = 0;
+  }
+  obs_held_ = true;
+}
+
+void TieredCache::ReleaseObservation() {
+  for (LayerState& l : layers_) {
+    l.obs_queries = {};
+    l.obs_pos = {};
+    l.obs_filled = l.obs_next = 0;
+  }
+  obs_held_ = false;
+  remember_queries_ = false;
+}
+
+// A prompt's queries are observed from its first batch on; generated tokens' are not.
+void TieredCache::BeginBatch(BatchKind kind) {
+  remember_queries_ = observing_ && kind != BatchKind::kGenerated;
+  if (remember_queries_ && !obs_held_) HoldObservation();
+}
+
 }  // namespace qevict

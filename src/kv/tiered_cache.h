@@ -4,11 +4,20 @@
 //           stores), quantized (kv/kv_quantizer.h, keys before RoPE) or evicted (nothing);
 //   recent  windows holding any of the last R tokens stay fp16 and are never routed; older
 //           windows form the evictable band.
-// A window's bytes live only in its current tier, in fixed-size blocks from a BlockPool; freeing
-// returns them to the pool the next allocation reuses. Attention reads every tier in place
-// through GroupedAttentionOverPrefix (bit-identical to FullCache while everything is fp16) and
+// A window's bytes live only in its current tier, in fixed-size blocks of the WindowStore
+// (kv/window_store.h), which owns the memory and compacts it after every routing step so that
+// freed bytes go back to the OS. Attention reads every tier in place through
+// GroupedAttentionOverPrefix (bit-identical to FullCache while everything is fp16) and
 // accumulates each window's attention mass in the same pass. At routing steps a Policy turns
 // the band's scores and the byte budget into a Plan; only this class applies it.
+//
+// Where each part lives:
+//   tiered_cache.cc      layout of the windows, runs, storing tokens, batches, views;
+//   tiered_ledger.cc     the byte ledger: charged bytes, floors, the budget, peaks, KvStats;
+//   tiered_attention.cc  attention over the tiers, window mass, the observation buffer;
+//   tiered_routing.cc    routing steps: the policy's plan, applying it, compaction;
+//   tiered_fork.cc       forks of a prefix cache (one prefill, every policy);
+//   window_store.cc      the memory: block pools per block size and the cold store.
 #pragma once
 
 #include <cstdint>
@@ -121,7 +130,7 @@ class TieredCache : public KvCache {
     int obs_filled = 0, obs_next = 0;
   };
 
-  // Layout and accounting (tiered_cache.cc).
+  // Layout (tiered_cache.cc) and the byte ledger (tiered_ledger.cc).
   int SinkTokens(const LayerState& l) const;
   int64_t ResidentTokens(const LayerState& l) const;
   int64_t ResidentPrefix(const LayerState& l, int64_t logical) const;

@@ -1,0 +1,159 @@
+// The byte ledger of the tiered cache: what it is charged (tiers, metadata, policy buffers),
+// the floor it cannot go under, the run's budget, peaks and means, and KvStats. What the pools
+// hold mapped comes from WindowStore; everything else a figure needs is computed here, once.
+#include <algorithm>
+#include <cmath>
+
+#include "kv/tiered_cache.h"
+
+namespace qevict {
+
+int64_t TieredCache::MetaBytes() const {
+  int64_t records = 0;
+  for (const LayerState& l : layers_) records += static_cast<int64_t>(l.windows.size());
+  // Window records, the position of every stored token (needed for RoPE at read time) and the
+  // observation queries a policy keeps.
+  return records * static_cast<int64_t>(sizeof(WindowRecord)) +
+         layers_.front().count * static_cast<int64_t>(sizeof(int32_t)) + ObservationBytes();
+}
+
+// The latest queries kept for policies that observe a prompt's end (snapkv, pyramidkv,
+// qevict-qa): [snapkv_window][n_heads][head_dim] fp32 and their positions, per layer. Charged to
+// the budget like any other state the cache holds for a policy.
+int64_t TieredCache::ObservationBytes() const {
+  return obs_held_ ? ObservationBytesFor(config_, geo_) : 0;
+}
+
+int64_t TieredCache::ObservationBytesFor(const KvConfig& config, const KvGeometry& geometry) {
+  const int64_t per_query = int64_t{geometry.n_heads} * geometry.head_dim * 4 + 4;
+  return int64_t{geometry.n_layers} * config.snapkv_window * per_query;
+}
+
+int64_t TieredCache::MappedSlackBytes(const KvConfig& config, const KvGeometry& geometry,
+                                      int64_t budget_bytes) {
+  const int64_t slabs = WindowStore::SlabSlackBytes(config, geometry);
+  const int64_t demoted = budget_bytes > 0 ? static_cast<int64_t>(config.q_share * budget_bytes) : 0;
+  return slabs + demoted;
+}
+
+int64_t TieredCache::resident_bytes() const {
+  return store_.fp16_bytes() + store_.quant_bytes() + MetaBytes();
+}
+
+int64_t TieredCache::AllocatorResidentBytes() const {
+  return store_.CountLiveBytes() + MetaBytes();
+}
+
+// Bytes a layer holds outside its band: sinks and the windows of the recent region.
+int64_t TieredCache::FloorBytes(const LayerState& l) const {
+  const int64_t fp_cost = fp_block_bytes_ + static_cast<int64_t>(sizeof(WindowRecord));
+  const int64_t recent_windows = static_cast<int64_t>(l.windows.size() - BandSize(l));
+  return (l.sink_block != BlockPool::kNoBlock ? sink_block_bytes_ : 0) + recent_windows * fp_cost;
+}
+
+// Bytes the next stored token adds: a new block per layer when it starts a window (or the
+// sinks), and its position.
+int64_t TieredCache::NextTokenGrowth() const {
+  const int64_t t = layers_.front().count;
+  int64_t per_layer = 0;
+  if (t == 0 && sinks_ > 0) {
+    per_layer = sink_block_bytes_;
+  } else if (t >= sinks_ && (t - sinks_) % window_ == 0) {
+    per_layer = fp_block_bytes_ + static_cast<int64_t>(sizeof(WindowRecord));
+  }
+  return per_layer * geo_.n_layers + static_cast<int64_t>(sizeof(int32_t));
+}
+
+// Largest floor (sinks + recent windows + positions + the next token's growth) the cache can
+// be forced to hold while it stores between from_tokens and to_tokens tokens.
+int64_t TieredCache::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) const {
+  const int64_t fp_cost = fp_block_bytes_ + static_cast<int64_t>(sizeof(WindowRecord));
+  // Held while a prompt is read (a bounded prefill routes then).
+  const int64_t observation = observing_ ? ObservationBytesFor(config_, geo_) : 0;
+  int64_t worst = 0;
+  for (int64_t n = std::max<int64_t>(1, from_tokens); n <= to_tokens; ++n) {
+    const int64_t windows = n > sinks_ ? (n - sinks_ + window_ - 1) / window_ : 0;
+    const int64_t band = std::max<int64_t>(0, n - recent_ - sinks_) / window_;
+    const bool grows = n >= sinks_ && (n - sinks_) % window_ == 0;
+    const int64_t per_layer = (sinks_ > 0 ? sink_block_bytes_ : 0) +
+                              (windows - band + (grows ? 1 : 0)) * fp_cost;
+    worst = std::max(worst, per_layer * geo_.n_layers + (n + 1) * int64_t{4} + observation);
+  }
+  return worst;
+}
+
+void TieredCache::UpdatePeaks() {
+  const int64_t fp16 = store_.fp16_bytes();
+  const int64_t quant = store_.quant_bytes();
+  const int64_t resident = fp16 + quant + MetaBytes();
+  stats_.peak_bytes = std::max(stats_.peak_bytes, resident);
+  stats_.peak_fp16_bytes = std::max(stats_.peak_fp16_bytes, fp16);
+  stats_.peak_quant_bytes = std::max(stats_.peak_quant_bytes, quant);
+  batch_peak_ = std::max(batch_peak_, resident);
+  peak_reserved_ = std::max(peak_reserved_, ReservedBytes());
+}
+
+// The byte budget of a run of prompt_tokens + max_new_tokens, what the cache scores, and
+// whether the budget is below the floor the cache cannot go under.
+void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
+  prompt_tokens_ = std::max<int64_t>(0, prompt_tokens);
+  run_tokens_ = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
+  budget_ = config_.BudgetBytes(run_tokens_, geo_.fp16_bytes_per_token());
+  stats_.budget_bytes = budget_.value_or(-1);
+  scoring_ = for_forks_ || (policy_->wants_scores() && budget_);
+  observing_ = for_forks_ || (policy_->wants_observation() && budget_);
+  policy_->BeginRun();
+
+  stats_.floor_bytes = -1;
+  if (budget_) {
+    const int64_t floor = WorstFloorBytes(prompt_tokens, std::max(run_tokens_, int64_t{1}));
+    stats_.floor_bytes = floor;
+    if (*budget_ < floor) {
+      const double fraction = static_cast<double>(floor) /
+                              (std::max<int64_t>(run_tokens_, 1) * geo_.fp16_bytes_per_token());
+      stats_.infeasible = true;
+      stats_.note = "budget of " + std::to_string(*budget_) +
+                    " bytes is below the fp16 floor of " + std::to_string(floor) +
+                    " bytes (sinks " + std::to_string(sinks_) + " + recent " +
+                    std::to_string(recent_) + " tokens and one growing window in every layer, "
+                    "plus metadata); the cache keeps only that floor. Raise --kv-budget to at "
+                    "least " + std::to_string(fraction) + " or lower --kv-sinks/--kv-recent";
+    }
+  }
+}
+
+KvStats TieredCache::Stats() const {
+  KvStats s = stats_;
+  s.tokens_seen = layers_.back().count;
+  int64_t resident_tokens = 0;
+  for (const LayerState& l : layers_) {
+    resident_tokens += ResidentTokens(l);
+    s.evicted_windows += l.evicted;
+    for (const WindowRecord& w : l.windows) {
+      (w.tier == Tier::kFp16 ? s.fp16_windows : s.quant_windows) += 1;
+    }
+  }
+  s.tokens_resident = resident_tokens / geo_.n_layers;
+  s.fp16_bytes = store_.fp16_bytes();
+  s.quant_bytes = store_.quant_bytes();
+  s.meta_bytes = MetaBytes();
+  s.cold_bytes = store_.cold() ? store_.cold()->live_bytes() : 0;
+  s.cold_peak_bytes = store_.cold() ? store_.cold()->peak_bytes() : 0;
+  s.budget_bytes = budget_.value_or(-1);
+  s.full_fp16_bytes = s.tokens_seen * geo_.fp16_bytes_per_token();
+  s.pool_reserved_bytes = store_.reserved_bytes();
+  s.reserved_bytes = ReservedBytes();
+  s.peak_reserved_bytes = peak_reserved_;
+  if (samples_ > 0) {
+    s.mean_resident_bytes = static_cast<int64_t>(sum_resident_ / samples_);
+    s.mean_fp16_bytes = static_cast<int64_t>(sum_fp16_ / samples_);
+    s.mean_quant_bytes = static_cast<int64_t>(sum_quant_ / samples_);
+  }
+  return s;
+}
+
+// What the cache holds from the OS for its tokens: the pools' mapped slabs and the observation
+// buffer (the window-record vectors are reserved once per cache, touched as windows are made).
+int64_t TieredCache::ReservedBytes() const { return store_.reserved_bytes() + ObservationBytes(); }
+
+}  // namespace qevict
