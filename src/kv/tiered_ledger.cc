@@ -65,11 +65,11 @@ int64_t TieredCache::NextTokenGrowth() const {
 }
 
 // Largest floor (sinks + recent windows + positions + the next token's growth) the cache can
-// be forced to hold while it stores between from_tokens and to_tokens tokens.
+// be forced to hold after a routing step while it stores between from_tokens and to_tokens
+// tokens. (The observation buffer is freed by every routing step that follows prompt queries,
+// before the budget is shared out, so it is never part of the floor.)
 int64_t TieredCache::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) const {
   const int64_t fp_cost = fp_block_bytes_ + static_cast<int64_t>(sizeof(WindowRecord));
-  // Held while a prompt is read (a bounded prefill routes then).
-  const int64_t observation = observing_ ? ObservationBytesFor(config_, geo_) : 0;
   int64_t worst = 0;
   for (int64_t n = std::max<int64_t>(1, from_tokens); n <= to_tokens; ++n) {
     const int64_t windows = n > sinks_ ? (n - sinks_ + window_ - 1) / window_ : 0;
@@ -77,7 +77,7 @@ int64_t TieredCache::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) con
     const bool grows = n >= sinks_ && (n - sinks_) % window_ == 0;
     const int64_t per_layer = (sinks_ > 0 ? sink_block_bytes_ : 0) +
                               (windows - band + (grows ? 1 : 0)) * fp_cost;
-    worst = std::max(worst, per_layer * geo_.n_layers + (n + 1) * int64_t{4} + observation);
+    worst = std::max(worst, per_layer * geo_.n_layers + (n + 1) * int64_t{4});
   }
   return worst;
 }

@@ -43,8 +43,9 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   const int64_t q_cost = qlayout_.bytes + record;
   const int64_t reserve = NextTokenGrowth();
 
-  // The observation of a prompt's last queries; at a prompt's end the buffers it came from are
-  // freed before the budget is shared out (the next prompt allocates them again).
+  // The observation of the latest prompt queries (the prompt's end, or a bounded prefill's
+  // chunk end). The buffers it came from are freed before the budget is shared out, so they
+  // never take budget from the windows; the next prompt batch allocates them again.
   band_views_.resize(n_layers);
   layer_bands_.resize(n_layers);
   observation_.resize(n_layers);
@@ -55,7 +56,7 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
       for (int64_t l = first; l < last; ++l) ComputeObservation(static_cast<int>(l), &observation_[l]);
     });
   }
-  if (trigger == BatchKind::kPromptEnd) ReleaseObservation();
+  if (trigger != BatchKind::kGenerated) ReleaseObservation();
 
   // Bytes left for the bands once every floor (sinks, recent, positions, next token) is paid.
   int64_t total = RoutingContext::kUnlimited;

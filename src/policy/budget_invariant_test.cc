@@ -42,11 +42,8 @@ int64_t DocumentedFloor(const KvConfig& c, const KvGeometry& g, int64_t tokens) 
   const int64_t sinks = std::max<int64_t>(2, 2 * int64_t{g.n_kv_heads} * c.sinks * g.head_dim * 2);
   const int64_t recent_windows = (c.recent + c.window - 1) / c.window + 2;
   int64_t floor = g.n_layers * (sinks + recent_windows * fp_window) + (tokens + 1) * 4;
-  // Policies that observe a prompt's end hold its last snapkv_window queries (fp32) and their
-  // positions while a prompt is read.
-  if (MakePolicy(c)->wants_observation()) {
-    floor += int64_t{g.n_layers} * c.snapkv_window * (int64_t{g.n_heads} * g.head_dim * 4 + 4);
-  }
+  // (The observation buffer of policies that observe prompts is freed by every routing step
+  // after prompt queries, before the budget is shared out: never part of the floor.)
   if (c.policy == "kivi") {
     const int64_t q_window =
         QuantLayout::Make(g.n_kv_heads, c.window, g.head_dim, c.bits, c.value_group).bytes + record;
@@ -102,11 +99,16 @@ void CheckRun(const std::string& policy, double budget, int64_t budget_bytes, co
       check("after a prompt batch");
       if (run.chunk > 0 && !cache.Stats().infeasible) {
         // Routing between chunks bounds the peak by the budget plus one chunk (in whole windows,
-        // with their metadata and positions).
+        // with their metadata and positions), plus the observation buffer a policy that observes
+        // holds while the chunk is read (freed by the routing step).
         const int w = cache.config().window;
         const int64_t window_bytes = 2 * 2 * w * 32 * 2 + 28;
         const int64_t chunk_bytes = (run.chunk / w + 1) * geo.n_layers * window_bytes + 4 * run.chunk;
-        ASSERT_LE(cache.Stats().peak_bytes, limit + chunk_bytes) << "peak during prefill";
+        const int64_t observation = MakePolicy(cache.config())->wants_observation()
+                                        ? TieredCache::ObservationBytesFor(cache.config(), geo)
+                                        : 0;
+        ASSERT_LE(cache.Stats().peak_bytes, limit + chunk_bytes + observation)
+            << "peak during prefill";
       }
     }
   };
