@@ -32,7 +32,7 @@ GOAL_A_BUDGET = 0.05
 GOAL_A_FRACTION_OF_FULL = 0.9
 GOAL_A_POINTS_OVER_KEEP_OR_DROP = 20.0
 GOAL_C_MAX_BUDGET = 0.2
-DIAG_POLICIES = ("qevict", "mikv", "snapkv", "h2o")
+DIAG_POLICIES = ("qevict", "qevict-qa", "mikv", "snapkv", "h2o")
 EPS = 1e-9
 DASH = "–"
 
@@ -525,7 +525,9 @@ def section_diagnostics(tables):
            "over decode steps); FMM: future missed mass at routing events. Both need a shadow "
            "run (`--shadow`).", ""]
     for t in tables:
-        pols = [p for p in DIAG_POLICIES if any(t.cell(p, b) for b in t.budgets)]
+        # The main policies in every prefill mode ("qevict", "qevict (prompt-end)", ...).
+        pols = [p for p in t.policies
+                if p.split(" (")[0] in DIAG_POLICIES and any(t.cell(p, b) for b in t.budgets)]
         if not pols:
             continue
         has_mm = any(pe.num(r.get("missed_mass")) is not None for r in t.rows)

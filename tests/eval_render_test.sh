@@ -32,6 +32,8 @@ def row(task, iid, kind, policy, budget, length, depth):
             "total_tokens": length + 16, "accuracy": 0.0, "turns": [], "agreement": None,
             "edit_similarity": None, "nll": None, "ppl": None, "delta_ppl": None, "kl": None,
             "top1_agreement": None, "infeasible": False, "note": "",
+            "prefill_mode": "full" if policy == "full" else "bounded",
+            "prefill_chunk": 0 if policy == "full" else 512,
             "kv": {"budget_bytes": bb, "peak_bytes": full_bytes if policy == "full" else bb,
                    "mean_resident_bytes": bb * 0.9, "peak_fp16_bytes": bb / 2,
                    "peak_quant_bytes": bb / 2, "mean_fp16_bytes": bb / 2.2,

@@ -3,6 +3,7 @@
 // marks *(choice)* are ours and are flagged in KvOptionDocs() and docs/kv-cache.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,10 +79,14 @@ struct KvConfig {
   std::optional<int64_t> BudgetBytes(int64_t run_tokens, int64_t fp16_bytes_per_token) const;
   bool limited() const { return budget_bytes > 0 || budget < 1.0; }
 
-  // Tokens per forward pass while prefilling, given the engine's batch: never more than a
-  // bounded-prefill chunk, so routing steps fall on chunk boundaries.
+  // Tokens per forward pass while prefilling, given the engine's batch: with bounded prefill the
+  // largest divisor of the chunk that is <= batch, so that routing steps fall exactly on chunk
+  // boundaries and the cache never holds more than the budget plus one chunk.
   int ForwardBatch(int batch) const {
-    return prefill_chunk > 0 && prefill_chunk < batch ? prefill_chunk : batch;
+    if (prefill_chunk <= 0) return batch;
+    int d = std::min(batch, prefill_chunk);
+    while (d > 1 && prefill_chunk % d != 0) --d;
+    return std::max(d, 1);
   }
 
   // Throws qevict::Error naming the option and the accepted values when one is out of range.

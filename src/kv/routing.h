@@ -84,6 +84,8 @@ class Policy {
   virtual bool wants_scores() const { return true; }
   // Whether the cache must provide LayerBand::observation after prompt batches.
   virtual bool wants_observation() const { return false; }
+  // Whether the policy ever puts a window in the quantized tier (sizes what the cache may map).
+  virtual bool quantizes() const { return false; }
   // Relative share of the total band budget for each layer (default: equal shares).
   virtual void LayerBudgetWeights(int n_layers, std::vector<double>* weights) const {
     weights->assign(n_layers, 1.0);

@@ -90,7 +90,7 @@ class TieredCache : public KvCache {
   // copies of the windows it demotes before their fp16 slabs are compacted (up to the Q tier's
   // share of the budget). For admission control (server/kv_reservation.h).
   static int64_t MappedSlackBytes(const KvConfig& config, const KvGeometry& geometry,
-                                  int64_t budget_bytes);
+                                  int64_t budget_bytes, bool quantizes);
   // The observation buffer a policy that observes prompt ends holds (charged to the budget).
   static int64_t ObservationBytesFor(const KvConfig& config, const KvGeometry& geometry);
 

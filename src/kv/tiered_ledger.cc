@@ -30,9 +30,14 @@ int64_t TieredCache::ObservationBytesFor(const KvConfig& config, const KvGeometr
 }
 
 int64_t TieredCache::MappedSlackBytes(const KvConfig& config, const KvGeometry& geometry,
-                                      int64_t budget_bytes) {
-  const int64_t slabs = WindowStore::SlabSlackBytes(config, geometry);
-  const int64_t demoted = budget_bytes > 0 ? static_cast<int64_t>(config.q_share * budget_bytes) : 0;
+                                      int64_t budget_bytes, bool quantizes) {
+  const int64_t slabs = WindowStore::SlabSlackBytes(config, geometry, quantizes);
+  // The quantized copies a routing step makes before compaction unmaps the fp16 slabs they
+  // came from: at most the Q tier's share of the budget (between prompt chunks, its prefill
+  // share).
+  const double q_share = std::max(config.q_share, config.prefill_q_share);
+  const int64_t demoted =
+      quantizes && budget_bytes > 0 ? static_cast<int64_t>(q_share * static_cast<double>(budget_bytes)) : 0;
   return slabs + demoted;
 }
 

@@ -1,6 +1,7 @@
 #include "kv/window_store.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace qevict {
 
@@ -16,7 +17,7 @@ WindowStore::WindowStore(const KvConfig& config, const KvGeometry& geometry,
                          const QuantLayout& layout, int64_t max_cold_windows)
     : fp_(FpBlockBytes(config, geometry)),
       q_(layout.bytes),
-      sink_(SinkBlockBytes(config, geometry)) {
+      sink_(SinkBlockBytes(config, geometry), SinkBlocksPerSlab(geometry)) {
   if (config.recovery == RecoveryFidelity::kExact) {
     cold_ = std::make_unique<ColdStore>(config.cold_store_dir, fp_.block_bytes(), max_cold_windows);
   }
@@ -96,11 +97,18 @@ void WindowStore::CopyFrom(const WindowStore& other) {
   sink_.CopyFrom(other.sink_);
 }
 
-int64_t WindowStore::SlabSlackBytes(const KvConfig& config, const KvGeometry& geometry) {
+int64_t WindowStore::SlabSlackBytes(const KvConfig& config, const KvGeometry& geometry,
+                                    bool quantizes) {
   const QuantLayout q = QuantLayout::Make(geometry.n_kv_heads, config.window, geometry.head_dim,
                                           config.bits, config.value_group);
   return BlockPool(FpBlockBytes(config, geometry)).slab_bytes() +
-         BlockPool(q.bytes).slab_bytes() + BlockPool(SinkBlockBytes(config, geometry)).slab_bytes();
+         (quantizes ? BlockPool(q.bytes).slab_bytes() : 0) +
+         BlockPool(SinkBlockBytes(config, geometry), SinkBlocksPerSlab(geometry)).slab_bytes();
+}
+
+// One slab holds every layer's sink block.
+int WindowStore::SinkBlocksPerSlab(const KvGeometry& geometry) {
+  return static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::clamp(geometry.n_layers, 1, 65536))));
 }
 
 }  // namespace qevict

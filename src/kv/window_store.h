@@ -61,10 +61,12 @@ class WindowStore {
   void CopyFrom(const WindowStore& other);  // same handles, same bytes (forks)
 
   // Bytes the pools of this geometry may map beyond their live blocks after Compact(): one
-  // partly filled slab per pool.
-  static int64_t SlabSlackBytes(const KvConfig& config, const KvGeometry& geometry);
+  // partly filled slab per pool (the quantized pool only for a policy that quantizes).
+  static int64_t SlabSlackBytes(const KvConfig& config, const KvGeometry& geometry,
+                                bool quantizes = true);
   static int64_t FpBlockBytes(const KvConfig& config, const KvGeometry& geometry);
   static int64_t SinkBlockBytes(const KvConfig& config, const KvGeometry& geometry);
+  static int SinkBlocksPerSlab(const KvGeometry& geometry);
 
  private:
   const BlockPool& pool(Kind kind) const;

@@ -16,6 +16,7 @@ namespace {
 
 class KiviPolicy : public Policy {
  public:
+  bool quantizes() const override { return true; }
   explicit KiviPolicy(const KvConfig& config) : bits_(config.bits) {}
 
   bool wants_scores() const override { return false; }

@@ -9,6 +9,7 @@ namespace {
 
 class MikvPolicy : public Policy {
  public:
+  bool quantizes() const override { return true; }
   explicit MikvPolicy(const KvConfig& config) : q_share_(config.q_share) {}
 
   void Route(const RoutingContext& context, Plan* plan) override {

@@ -16,6 +16,7 @@ namespace {
 
 class QevictPolicy : public Policy {
  public:
+  bool quantizes() const override { return true; }
   explicit QevictPolicy(const KvConfig& config)
       : q_share_(config.q_share),
         prefill_q_share_(config.prefill_q_share), hysteresis_(static_cast<float>(config.hysteresis)) {}

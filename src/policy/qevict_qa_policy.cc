@@ -22,6 +22,7 @@ namespace {
 
 class QevictQaPolicy : public Policy {
  public:
+  bool quantizes() const override { return true; }
   explicit QevictQaPolicy(const KvConfig& config)
       : q_share_(config.q_share),
         prefill_q_share_(config.prefill_q_share),

@@ -53,7 +53,7 @@ int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry
   const int64_t everything = sizes.Fp16Blocks(run) + TieredSizes::Positions(run);
   const std::optional<int64_t> budget_or_none = config.BudgetBytes(run, per_token);
   if (!budget_or_none) {
-    return everything + TieredCache::MappedSlackBytes(config, geometry, 0);
+    return everything + TieredCache::MappedSlackBytes(config, geometry, 0, MakePolicy(config)->quantizes());
   }
 
   // With a budget, resident bytes (metadata included) stay under it from the first routing step
@@ -76,14 +76,15 @@ int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry
   // what the previous chunks were routed down to.
   const int64_t prefill =
       config.prefill_chunk > 0
-          ? steady + sizes.Fp16Blocks(config.prefill_chunk + config.window)
+          ? steady + sizes.Fp16Blocks(std::min<int64_t>(config.prefill_chunk, prompt_tokens) +
+                                      config.window)
           : sizes.Fp16Blocks(prompt_tokens) + TieredSizes::Positions(prompt_tokens);
   // What the pools map beyond the ledger (slabs, demotions in flight) and the observation
   // buffer of policies that keep one: admission accounts reserved bytes, not only resident.
-  const int64_t mapped = TieredCache::MappedSlackBytes(config, geometry, budget) +
-                         (MakePolicy(config)->wants_observation()
-                              ? TieredCache::ObservationBytesFor(config, geometry)
-                              : 0);
+  const std::unique_ptr<Policy> policy = MakePolicy(config);
+  const int64_t mapped =
+      TieredCache::MappedSlackBytes(config, geometry, budget, policy->quantizes()) +
+      (policy->wants_observation() ? TieredCache::ObservationBytesFor(config, geometry) : 0);
   return std::min(everything, std::max(steady, prefill)) + mapped;
 }
 

@@ -49,7 +49,7 @@ void ExpectPeakWithinReservation(const std::string& policy, double budget, int64
   // the pools map beyond their live blocks (whole slabs; demotions in flight).
   EXPECT_LE(reserved, int64_t{2} * run * geo.fp16_bytes_per_token() + 64 * 1024 +
                           TieredCache::MappedSlackBytes(PolicyLayout(config), geo,
-                                                        run * geo.fp16_bytes_per_token()));
+                                                        run * geo.fp16_bytes_per_token(), true));
 }
 
 TEST(KvReservationTest, FullCacheIsEveryTokenInFp16) {

@@ -522,7 +522,7 @@ def test_20_routed_requests_do_not_grow_rss(srv, args):
 # ---- admission control on a server with a small KV memory limit -------------------------------
 
 def test_admission_control(args):
-    limit = 1500000
+    limit = 2500000  # a streaming cache at its floor maps ~1.7 MB (floor + one slab per pool)
     srv = ServerProcess(args.binary, args.model, "--slots", "2", "-t", "2", "--queue", "1",
                         "--kv-memory-limit", str(limit))
     try:
