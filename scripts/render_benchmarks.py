@@ -452,15 +452,28 @@ def render_profiles(work, threads):
     return lines + [""]
 
 
-def collect_kv(work):
+def collect_policy_rows(work, prefix):
+    """The first row of every PREFIX_{policy}_{budget}_L{ctx}.json, with those three keys."""
     rows = []
-    for path in sorted(glob.glob(os.path.join(work, "kv_*_L*.json"))):
-        m = re.match(r"kv_(.+)_([^_]+)_L(\d+)\.json$", os.path.basename(path))
+    for path in sorted(glob.glob(os.path.join(work, prefix + "_*_L*.json"))):
+        m = re.match(prefix + r"_(.+)_([^_]+)_L(\d+)\.json$", os.path.basename(path))
         j = try_load(path)
-        if not j or not j.get("rows"):
-            continue
-        r = j["rows"][0]
-        rows.append({"policy": m.group(1), "budget": m.group(2), "ctx": int(m.group(3)), **r})
+        if m and j and j.get("rows"):
+            rows.append({"policy": m.group(1), "budget": m.group(2), "ctx": int(m.group(3)),
+                         **j["rows"][0]})
+    return rows
+
+
+def full_and_order(rows):
+    """The full cache's row per context, and the rows in table order (full first)."""
+    full = {r["ctx"]: r for r in rows if r["policy"] == "full"}
+    order = sorted(rows, key=lambda r: (r["ctx"], r["policy"] != "full", r["policy"],
+                                        r["budget"]))
+    return full, order
+
+
+def collect_kv(work):
+    rows = collect_policy_rows(work, "kv")
     fails = []
     for path in sorted(glob.glob(os.path.join(work, "kvfail_*_L*.txt"))):
         m = re.match(r"kvfail_(.+)_([^_]+)_L(\d+)\.txt$", os.path.basename(path))
@@ -486,9 +499,7 @@ def render_kv(work, meta):
               "| context | policy | budget | prefill tok/s | decode tok/s | decode vs full | "
               "KV after prompt | KV at end | KV peak | KV budget | peak RSS | RSS at end |",
               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    full = {r["ctx"]: r for r in rows if r["policy"] == "full"}
-    order = sorted(rows, key=lambda r: (r["ctx"], r["policy"] != "full", r["policy"],
-                                        r["budget"]))
+    full, order = full_and_order(rows)
     for r in order:
         f = full.get(r["ctx"])
         lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
@@ -515,20 +526,9 @@ def render_kv(work, meta):
     return lines
 
 
-def collect_memory(work):
-    rows = []
-    for path in sorted(glob.glob(os.path.join(work, "mem_*_L*.json"))):
-        m = re.match(r"mem_(.+)_([^_]+)_L(\d+)\.json$", os.path.basename(path))
-        j = try_load(path)
-        if m and j and j.get("rows"):
-            rows.append({"policy": m.group(1), "budget": m.group(2), "ctx": int(m.group(3)),
-                         **j["rows"][0]})
-    return rows
-
-
 def render_memory(work, meta):
     """What the process is charged, next to the cache's ledger: one process per row."""
-    rows = collect_memory(work)
+    rows = collect_policy_rows(work, "mem")
     lines = ["## Memory: the cache's ledger, what it keeps mapped, and the process", ""]
     if not rows:
         return lines + ["Not measured.", ""]
@@ -546,9 +546,7 @@ def render_memory(work, meta):
         "| context | policy | budget | KV end | KV peak | mapped peak | mapped end | peak RSS | "
         "RSS end | saved |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    full = {r["ctx"]: r for r in rows if r["policy"] == "full"}
-    order = sorted(rows, key=lambda r: (r["ctx"], r["policy"] != "full", r["policy"],
-                                        r["budget"]))
+    full, order = full_and_order(rows)
     for r in order:
         f = full.get(r["ctx"])
         saved = "-"
