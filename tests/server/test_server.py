@@ -315,7 +315,7 @@ def test_kv_policies(srv, args):
     max_tokens = 8
     for kv in ({"policy": "full"}, {"policy": "streaming", "budget": 0.5},
                {"policy": "h2o", "budget_bytes": 2000000},
-               {"policy": "qevict", "budget": 0.3, "bits": 4, "prefill_chunk": 16},
+               {"policy": "qevict", "budget": 0.3, "bits": 4, "prefill_chunk": 64},
                {"policy": "qevict-qa", "budget": 0.2}, {"policy": "snapkv", "budget": 0.1}):
         r = client.chat.completions.create(model="any", messages=LONG_CHAT, max_tokens=max_tokens,
                                            temperature=0, extra_body={"kv": kv})
@@ -497,7 +497,10 @@ def test_20_routed_requests_do_not_grow_rss(srv, args):
     each response reports what its cache kept mapped next to its ledger and the process RSS."""
     policies = ["qevict", "snapkv", "h2o", "mikv"]
     rss = []
-    for i in range(20):
+    # Under ASan the RSS is not checked (its quarantine grows by design): a few requests check
+    # the reported bytes without the cost of twenty sanitized prefills.
+    requests = 6 if args.sanitized else 20
+    for i in range(requests):
         facts = " ".join("Locker %d holds item %d." % (j, (i * 131 + j * 17) % 997)
                          for j in range(60))
         status, body = srv.post("/v1/chat/completions", {
@@ -512,10 +515,10 @@ def test_20_routed_requests_do_not_grow_rss(srv, args):
         assert kv["resident_bytes"] <= kv["reserved_bytes"] <= 1.25 * allowed + 2**20, kv
         assert kv["rss_bytes"] > 0 and kv["peak_rss_bytes"] >= kv["rss_bytes"], kv
         rss.append(srv.memory_kb("VmRSS"))
-    print("    VmRSS after requests 5, 10, 15, 20: %s kB" % [rss[k] for k in (4, 9, 14, 19)])
     if args.sanitized:
         print("    (sanitized build: RSS growth not checked, ASan's quarantine grows by design)")
     else:
+        print("    VmRSS after requests 5, 10, 15, 20: %s kB" % [rss[k] for k in (4, 9, 14, 19)])
         assert rss[19] <= rss[4] + 4096, "resident memory grew from %d to %d kB" % (rss[4], rss[19])
 
 
