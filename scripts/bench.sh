@@ -25,7 +25,8 @@
 # `qevict run --help` lists), KV_BUDGETS (0.05,0.1,0.2), KV_REPS (1), PROFILE (1 = when perf
 # works, 0 = skip), LLAMACPP (1 = compare with llama.cpp, 0 = qevict only), OUT
 # (docs/benchmarks.md), WORK (keep the raw results there instead of a temporary directory),
-# CTX1 (512: contexts of the one-thread comparison), MEM_CTX (2048,4096,8192), MEM_POLICIES
+# STAGES=memory alone re-renders only the memory section of an existing OUT (with its own date and
+# load average). CTX1 (512: contexts of the one-thread comparison), MEM_CTX (2048,4096,8192), MEM_POLICIES
 # (qevict,snapkv,h2o), MEM_BUDGETS (0.05,0.1,0.2), MEM_GEN (16), STAGES
 # (speed,speed1,kv,memory,profile: with WORK, rerun some stages and keep the others' results).
 set -euo pipefail
@@ -263,5 +264,10 @@ json.dump({
 }, open(sys.argv[1], "w"), indent=1)
 PY
 
-python3 scripts/render_benchmarks.py --work "$WORK" --out "$OUT"
+if [ "$STAGES" = memory ] && [ -f "$OUT" ]; then
+  # The memory table alone, spliced into the existing page with its own date and load.
+  python3 scripts/render_benchmarks.py --work "$WORK" --out "$OUT" --section memory
+else
+  python3 scripts/render_benchmarks.py --work "$WORK" --out "$OUT"
+fi
 log "wrote $OUT"

@@ -582,12 +582,43 @@ def render_llama_build(meta, summaries):
         "explicit configuration runs batched prefill correctly.", ""]
 
 
+def splice_section(path, lines, meta):
+    """Replaces the page's section that starts with lines[0] (or inserts it before the next
+    '## Profiles' / '## Commands' heading) with a section rendered from a run of its own stage,
+    which says when and at what load it was measured."""
+    heading = lines[0]
+    load = meta.get("loadavg_start", ["?"])[0], meta.get("loadavg_end", ["?"])[0]
+    section = [heading, "",
+               "*This section alone was measured on %s (`STAGES=memory scripts/bench.sh`, qevict "
+               "`%s`, load average %s at the start and %s at the end); the rest of the page "
+               "comes from the run described above.*" % (meta.get("date", "?"),
+                                                          meta.get("qevict_commit", "?"), *load),
+               ""] + lines[2:]
+    page = open(path).read().rstrip("\n").split("\n")
+    if heading in page:
+        start = page.index(heading)
+        end = next((i for i in range(start + 1, len(page)) if page[i].startswith("## ")),
+                   len(page))
+    else:
+        start = next((i for i, l in enumerate(page)
+                      if l.startswith("## Profiles") or l == "## Commands"), len(page))
+        end = start
+    page[start:end] = section
+    with open(path, "w") as f:
+        f.write("\n".join(page).rstrip() + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--section", choices=["memory"],
+                    help="render this section alone into the existing page (its own run)")
     args = ap.parse_args()
     meta = load_json(os.path.join(args.work, "meta.json"))
+    if args.section == "memory":
+        splice_section(args.out, render_memory(args.work, meta), meta)
+        return
     speed = collect_speed(args.work)
     any_speed = next(iter(speed.values()))["meta"] if speed else {}
     out = ["# Benchmarks", "",
