@@ -101,7 +101,9 @@ TEST(KvMemoryModelTest, EveryPolicyKeepsOnlyWhatItsWindowsNeedMapped) {
         // A budget below the floor keeps the floor; otherwise only kivi (which never evicts)
         // may fail to meet a budget, and it must say so.
         const bool below_floor = routed.budget_bytes < routed.floor_bytes;
-        if (name != "kivi") ASSERT_EQ(routed.infeasible, below_floor) << routed.note;
+        if (name != "kivi") {
+          ASSERT_EQ(routed.infeasible, below_floor) << routed.note;
+        }
         if (name != "kivi" || !routed.infeasible) {
           ASSERT_LE(routed.resident_bytes(), std::max(routed.budget_bytes, routed.floor_bytes));
         }

@@ -35,7 +35,7 @@ struct Agreement {
 };
 
 // Compares one model configuration with one golden file; returns the figures it saw.
-Agreement CompareWithGolden(const LlamaModel& model, const std::string& golden_path,
+Agreement CompareWithGolden(const TransformerModel& model, const std::string& golden_path,
                             double tol, double tie_margin, size_t max_prompt_tokens) {
   const nlohmann::json golden = testing::ReadJson(golden_path);
   ThreadPool pool(2);
@@ -81,7 +81,7 @@ Agreement CompareWithGolden(const LlamaModel& model, const std::string& golden_p
 
 TEST(GoldenLogitsTest, ExactPathMatchesTransformersFp32) {
   if (testing::ReferenceModel() == nullptr) GTEST_SKIP() << "reference model not found";
-  std::unique_ptr<LlamaModel> model = LlamaModel::Load(testing::ReferenceModelPath());
+  std::unique_ptr<TransformerModel> model = TransformerModel::Load(testing::ReferenceModelPath());
   model->set_exact_matmul(true);
   const Agreement a = CompareWithGolden(*model, "tests/golden/logits_smollm2_hf.json",
                                         kExactTol, kExactTie, kExactMaxPrompt);

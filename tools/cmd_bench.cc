@@ -97,7 +97,7 @@ std::vector<int32_t> SyntheticPrompt(const LoadedModel& m, int64_t n) {
 
 // Weight bytes one decode step reads: every tensor once, except that token_embd contributes a
 // single row -- unless the output projection is tied to it, when it is read whole as the output.
-double WeightBytesPerToken(const LlamaModel& model) {
+double WeightBytesPerToken(const TransformerModel& model) {
   double bytes = 0.0;
   for (const gguf::TensorInfo& t : model.file().tensors()) {
     if (t.name == "token_embd.weight") {

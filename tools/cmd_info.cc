@@ -1,4 +1,5 @@
 // `qevict info`: what a GGUF model is, as the engine sees it.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -11,7 +12,7 @@ namespace {
 int Info(const std::string& path) {
   LoadedModel m = LoadedModel::Load(path);
   const gguf::File& f = m.model->file();
-  const LlamaConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   std::printf("file:            %s (GGUF v%u, %zu bytes, alignment %llu)\n", path.c_str(),
               f.version(), f.file_size(), static_cast<unsigned long long>(f.alignment()));
   std::printf("name:            %s\n", c.name.c_str());
@@ -22,14 +23,32 @@ int Info(const std::string& path) {
   std::printf("heads:           %d query, %d key/value (head_dim %d)\n", c.n_heads, c.n_kv_heads,
               c.head_dim);
   std::printf("context length:  %lld\n", static_cast<long long>(c.context_length));
-  std::printf("rope:            base %g, %d dims%s%s\n", c.rope.freq_base, c.rope.rot_dims,
-              c.rope.llama3_factor > 0 ? ", llama3 scaling" : "",
+  std::printf("rope:            base %g, %d dims, %s%s%s\n", c.rope.freq_base, c.rope.rot_dims,
+              c.rope.neox ? "neox" : "normal", c.rope.llama3_factor > 0 ? ", llama3 scaling" : "",
               c.rope.freq_factors.empty() ? "" : ", rope_freqs");
+  const int sliding = c.n_sliding_layers();
+  if (sliding > 0) {
+    std::printf("sliding window:  %d tokens in %d of %d layers (rope base %g there)\n",
+                c.sliding_window, sliding, c.n_layers, c.rope_local.freq_base);
+  }
   std::printf("rms epsilon:     %g\n", c.rms_eps);
   std::printf("vocabulary:      %d (%s output embedding)\n", c.n_vocab,
               c.tied_output ? "tied" : "separate");
-  std::printf("kv fp16 bytes:   %lld per token\n",
-              static_cast<long long>(m.model->kv_geometry(1).fp16_bytes_per_token()));
+  const KvGeometry geo = m.model->kv_geometry(c.context_length);
+  if (sliding > 0) {
+    // Global layers grow with the context; each sliding layer holds a ring of its window.
+    std::printf("kv fp16 bytes:   %lld per token in the %d global layers + %.1f MiB of rings "
+                "(a dense cache: %lld per token; at %lld tokens %.1f MiB instead of %.1f MiB)\n",
+                static_cast<long long>(geo.fp16_bytes_per_token()), c.n_layers - sliding,
+                geo.ring_bytes(c.context_length) / 1048576.0,
+                static_cast<long long>(2LL * c.n_layers * c.n_kv_heads * c.head_dim * 2),
+                static_cast<long long>(c.context_length),
+                geo.full_bytes(c.context_length) / 1048576.0,
+                2.0 * c.n_layers * c.n_kv_heads * c.head_dim * 2 * c.context_length / 1048576.0);
+  } else {
+    std::printf("kv fp16 bytes:   %lld per token\n",
+                static_cast<long long>(geo.fp16_bytes_per_token()));
+  }
   std::map<std::string, std::pair<int, size_t>> types;
   size_t total = 0;
   for (const gguf::TensorInfo& t : f.tensors()) {

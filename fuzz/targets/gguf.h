@@ -1,6 +1,6 @@
 // Fuzz target "gguf": the input is a GGUF file. It goes through what loading a model does with
 // a file: the reader (header, metadata, tensor table, data layout), the typed getters, the model
-// validation (LlamaConfig::FromGguf, LlamaWeights::FromGguf), the tokenizer built from the
+// validation (ModelConfig::FromGguf, ModelWeights::FromGguf), the tokenizer built from the
 // vocabulary, the vocabulary-size check and the chat template. When a tokenizer comes out, a
 // short text and a rendered chat are encoded and decoded with it.
 //
@@ -18,8 +18,8 @@
 #include "fuzz/fuzz_target.h"
 #include "fuzz/tokenizer_checks.h"
 #include "gguf/gguf.h"
-#include "model/llama_config.h"
-#include "model/llama_weights.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -86,10 +86,10 @@ inline void ExerciseTokenizer(const Tokenizer& tokenizer, const std::optional<Ch
 // whose hyperparameters are broken).
 inline std::vector<std::string> LoadModelParts(const gguf::File& file) {
   std::vector<std::string> errors;
-  std::optional<LlamaConfig> config;
+  std::optional<ModelConfig> config;
   try {
-    config = LlamaConfig::FromGguf(file);
-    LlamaWeights::FromGguf(file, *config);
+    config = ModelConfig::FromGguf(file);
+    ModelWeights::FromGguf(file, *config);
   } catch (const Error& e) {
     errors.push_back(e.what());
     config.reset();

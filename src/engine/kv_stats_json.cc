@@ -38,6 +38,11 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
                       {"evictions", s.evictions},
                       {"routing_steps", s.routing_steps},
                       {"infeasible", s.infeasible}};
+  if (s.sliding_layers > 0) {
+    j["sliding_bytes"] = s.sliding_bytes;
+    j["sliding_layers"] = s.sliding_layers;
+    j["sliding_window"] = s.sliding_window;
+  }
   if (!s.note.empty()) j["note"] = s.note;
   // The process as the OS sees it, read now: what a user's `top` shows beside the cache's ledger.
   const MemoryStats process = ReadMemoryStats();

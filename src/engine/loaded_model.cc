@@ -6,7 +6,7 @@ namespace qevict {
 
 LoadedModel LoadedModel::Load(const std::string& path) {
   LoadedModel m;
-  m.model = LlamaModel::Load(path);
+  m.model = TransformerModel::Load(path);
   m.tokenizer = Tokenizer::FromGguf(m.model->file());
   if (m.tokenizer->vocab_size() != m.model->config().n_vocab) {
     throw Error("tokenizer has " + std::to_string(m.tokenizer->vocab_size()) +

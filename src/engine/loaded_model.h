@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "model/llama_model.h"
+#include "model/transformer_model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace qevict {
 
 struct LoadedModel {
-  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<TransformerModel> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::optional<ChatTemplate> chat;   // nullopt: no template or one we do not know
   std::string chat_template_source;   // the Jinja text from the file ("" when absent)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "kv/interleaved_cache.h"
 #include "util/error.h"
 
 namespace qevict {
@@ -10,9 +11,28 @@ namespace {
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// The session's cache: the factory's for every layer, or, with sliding-window layers, rings for
+// those beside the factory's cache for the global layers.
+std::unique_ptr<KvCache> MakeSessionCache(const TransformerModel& model, int64_t n_ctx,
+                                          const RopeTables& ropes,
+                                          const KvCacheFactory& make_cache) {
+  const KvGeometry geometry = model.kv_geometry(n_ctx);
+  std::unique_ptr<KvCache> global;
+  if (geometry.n_layers > 0) global = make_cache(geometry, *ropes.global);
+  if (geometry.ring_layers == 0) return global;
+  KvGeometry ring_geometry = geometry;
+  ring_geometry.n_layers = geometry.ring_layers;
+  ring_geometry.ring_layers = 0;
+  ring_geometry.ring_window = 0;
+  auto rings = std::make_unique<SlidingWindowCache>(
+      ring_geometry, static_cast<int>(geometry.ring_window), ropes.sliding());
+  return std::make_unique<InterleavedCache>(model.config().sliding, std::move(global),
+                                            std::move(rings), geometry);
+}
 }  // namespace
 
-Session::Session(const LlamaModel& model, ThreadPool& pool, const SessionOptions& options,
+Session::Session(const TransformerModel& model, ThreadPool& pool, const SessionOptions& options,
                  const KvCacheFactory& make_cache)
     : model_(model),
       pool_(pool),
@@ -23,8 +43,8 @@ Session::Session(const LlamaModel& model, ThreadPool& pool, const SessionOptions
                 " tokens is outside the model's window of " +
                 std::to_string(model.config().context_length));
   }
-  rope_ = model.MakeRope(options_.n_ctx);
-  cache_ = make_cache(model.kv_geometry(options_.n_ctx), *rope_);
+  ropes_ = model.MakeRopes(options_.n_ctx);
+  cache_ = MakeSessionCache(model, options_.n_ctx, ropes_, make_cache);
   positions_.resize(std::max(1, options_.prefill_chunk));
 }
 
@@ -35,11 +55,20 @@ Session::Session(const Session& prefix, const CacheFork& fork)
       scratch_(prefix.model_.config(), std::max(1, prefix.options_.prefill_chunk)),
       position_(prefix.position_),
       timings_(prefix.timings_) {
-  rope_ = model_.MakeRope(options_.n_ctx);
-  cache_ = fork(*prefix.cache_, *rope_);
+  ropes_ = model_.MakeRopes(options_.n_ctx);
+  const KvCache* prefix_policy = prefix.policy_cache();
+  std::unique_ptr<KvCache> global =
+      prefix_policy != nullptr ? fork(*prefix_policy, *ropes_.global) : nullptr;
+  if (const auto* interleaved = dynamic_cast<const InterleavedCache*>(prefix.cache_.get())) {
+    cache_ = interleaved->WithGlobal(std::move(global), ropes_.sliding());
+  } else {
+    cache_ = std::move(global);
+  }
   QEVICT_CHECK(cache_ != nullptr && cache_->n_tokens() == prefix.cache_->n_tokens());
   positions_.resize(std::max(1, options_.prefill_chunk));
 }
+
+const KvCache* Session::policy_cache() const { return PolicyCacheOf(*cache_); }
 
 void Session::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   position_ = 0;  // a new run starts from an empty cache
@@ -66,7 +95,7 @@ std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
     const bool last = done + n == tokens.size();
     std::iota(positions_.begin(), positions_.begin() + n, static_cast<int32_t>(position_));
     cache_->BeginBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk);
-    model_.Forward(tokens.data() + done, positions_.data(), n, last ? 1 : 0, *rope_, *cache_,
+    model_.Forward(tokens.data() + done, positions_.data(), n, last ? 1 : 0, ropes_, *cache_,
                    scratch_, pool_);
     position_ += n;
     done += n;
@@ -88,7 +117,7 @@ std::vector<float> Session::PrefillAllLogits(std::span<const int32_t> tokens) {
     const bool last = done + n == tokens.size();
     std::iota(positions_.begin(), positions_.begin() + n, static_cast<int32_t>(position_));
     cache_->BeginBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk);
-    model_.Forward(tokens.data() + done, positions_.data(), n, n, *rope_, *cache_, scratch_,
+    model_.Forward(tokens.data() + done, positions_.data(), n, n, ropes_, *cache_, scratch_,
                    pool_);
     std::copy(scratch_.logits.begin(), scratch_.logits.begin() + n * n_vocab,
               all.begin() + done * n_vocab);
@@ -106,7 +135,7 @@ std::span<const float> Session::Decode(int32_t token) {
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t pos = static_cast<int32_t>(position_);
   cache_->BeginBatch(BatchKind::kGenerated);
-  model_.Forward(&token, &pos, 1, 1, *rope_, *cache_, scratch_, pool_);
+  model_.Forward(&token, &pos, 1, 1, ropes_, *cache_, scratch_, pool_);
   position_ += 1;
   cache_->EndBatch(BatchKind::kGenerated, pool_);
   timings_.generated_tokens += 1;

@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
-#include "model/llama_model.h"
+#include "model/transformer_model.h"
 
 namespace qevict {
 
+// Makes the policy's cache for the model's global layers (every layer, for models without
+// sliding-window layers; those get rings beside it: kv/interleaved_cache.h).
 using KvCacheFactory =
     std::function<std::unique_ptr<KvCache>(const KvGeometry& geometry, const Rope& rope)>;
 
@@ -31,12 +33,13 @@ struct SessionTimings {
 
 class Session {
  public:
-  Session(const LlamaModel& model, ThreadPool& pool, const SessionOptions& options,
+  Session(const TransformerModel& model, ThreadPool& pool, const SessionOptions& options,
           const KvCacheFactory& make_cache);
 
   // A session that continues where `prefix` stands (same model, pool, options, position and
-  // timings) with the cache `fork` makes from prefix's cache and this session's rope (the
-  // evaluator forks one prefilled prompt into every policy and budget: policy/registry.h).
+  // timings) with the cache `fork` makes from prefix's policy cache and this session's rope (the
+  // evaluator forks one prefilled prompt into every policy and budget: policy/registry.h);
+  // sliding-window rings are copied.
   using CacheFork =
       std::function<std::unique_ptr<KvCache>(const KvCache& prefix_cache, const Rope& rope)>;
   Session(const Session& prefix, const CacheFork& fork);
@@ -55,16 +58,19 @@ class Session {
   int64_t position() const { return position_; }
   const KvCache& cache() const { return *cache_; }
   KvCache& cache() { return *cache_; }
+  // The cache the policy applies to: cache() itself, or its global layers' cache when the model
+  // has sliding-window layers (nullptr when every layer slides).
+  const KvCache* policy_cache() const;
   const SessionTimings& timings() const { return timings_; }
-  const LlamaModel& model() const { return model_; }
+  const TransformerModel& model() const { return model_; }
 
  private:
   void CheckRoom(int64_t n) const;
 
-  const LlamaModel& model_;
+  const TransformerModel& model_;
   ThreadPool& pool_;
   SessionOptions options_;
-  std::unique_ptr<Rope> rope_;
+  RopeTables ropes_;
   std::unique_ptr<KvCache> cache_;
   ForwardScratch scratch_;
   int64_t position_ = 0;

@@ -79,7 +79,7 @@ class Runner {
     if (shadow_ != nullptr) {
       shadow_->Decode(token);
       if (miss_) {
-        miss_->AfterStep(dynamic_cast<const TieredCache&>(shadow_->cache()));
+        miss_->AfterStep(dynamic_cast<const TieredCache&>(*shadow_->policy_cache()));
         miss_->AfterBatch(*tiered());
       }
     }
@@ -89,7 +89,7 @@ class Runner {
   std::optional<AttentionMissTracker>& miss() { return miss_; }
 
  private:
-  const TieredCache* tiered() const { return dynamic_cast<const TieredCache*>(&session_.cache()); }
+  const TieredCache* tiered() const { return dynamic_cast<const TieredCache*>(session_.policy_cache()); }
 
   Session& session_;
   Session* shadow_;
@@ -266,7 +266,7 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
   const std::span<const float> first = prefix->Prefill(turns.first);
   const std::vector<float> prefix_logits(first.begin(), first.end());
   const double prefill_seconds = Since(t0);
-  const auto& prefix_cache = dynamic_cast<const TieredCache&>(prefix->cache());
+  const auto& prefix_cache = dynamic_cast<const TieredCache&>(*prefix->policy_cache());
 
   // A policy whose cache has another window (kivi's 32-token key groups: PolicyLayout) forks
   // from a prefix of that layout, read once per instance when first needed (the prompt's logits
@@ -316,7 +316,7 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     const bool needs_base = !bounded || (settings.shadow && policy != "full");
     const Session* base = needs_base ? &prefix_for(config) : nullptr;
     const TieredCache* base_cache =
-        needs_base ? &dynamic_cast<const TieredCache&>(base->cache()) : nullptr;
+        needs_base ? &dynamic_cast<const TieredCache&>(*base->policy_cache()) : nullptr;
     std::optional<Session> forked;
     if (!bounded) {
       forked.emplace(*base, [&](const KvCache&, const Rope& r) {

@@ -26,6 +26,7 @@
 
 #include "kernels/attention.h"
 #include "kv/kv_cache.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace qevict {
@@ -55,7 +56,8 @@ inline constexpr int64_t QueryItemRow(int n, int i) { return UsesQueryBlocks(n) 
 template <class ScoreFn, class AccumulateFn, class Observer>
 void GroupedAttentionBlocked(const KvGeometry& geo, int n, const int64_t* visible,
                              const float* q, float* out, ThreadPool& pool, ScoreFn&& score,
-                             AccumulateFn&& accumulate, Observer& observer) {
+                             AccumulateFn&& accumulate, Observer& observer,
+                             const int64_t* first_key = nullptr) {
   const int n_kv = geo.n_kv_heads;
   const int group = geo.n_heads / n_kv;
   const int hd = geo.head_dim;
@@ -74,7 +76,9 @@ void GroupedAttentionBlocked(const KvGeometry& geo, int n, const int64_t* visibl
       const int t1 = std::min(n, t0 + kQueryBlock);
       const int rows = (t1 - t0) * group;
       int64_t m = 0;
+      int64_t f0 = first_key != nullptr ? first_key[t0] : 0;  // first keys are non-decreasing in t
       for (int t = t0; t < t1; ++t) m = std::max(m, visible[t]);
+      m = std::max<int64_t>(m - f0, 0);  // keys [f0, f0 + m) cover the block
       queries.resize(static_cast<size_t>(rows) * hd);
       acc.assign(static_cast<size_t>(rows) * hd, 0.0f);
       sums.assign(rows, 0.0f);
@@ -85,14 +89,17 @@ void GroupedAttentionBlocked(const KvGeometry& geo, int n, const int64_t* visibl
       }
       if (m > 0) {
         if (static_cast<int64_t>(scores.size()) < rows * m) scores.resize(rows * m);
-        score(h, 0, m, queries.data(), rows, scores.data(), m, scale);
+        score(h, f0, f0 + m, queries.data(), rows, scores.data(), m, scale);
         for (int r = 0; r < rows; ++r) {
-          const int64_t vis = visible[t0 + r / group];
+          const int t = t0 + r / group;
+          const int64_t lo = first_key != nullptr ? first_key[t] - f0 : 0;  // keys before: probability 0
+          const int64_t vis = visible[t] - f0;
           float* row = scores.data() + static_cast<int64_t>(r) * m;
-          if (vis > 0) sums[r] = ExpShiftSum(row, vis, MaxOf(row, vis));
-          std::fill(row + vis, row + m, 0.0f);
+          if (vis > lo) sums[r] = ExpShiftSum(row + lo, vis - lo, MaxOf(row + lo, vis - lo));
+          std::fill(row, row + lo, 0.0f);
+          std::fill(row + std::max(vis, lo), row + m, 0.0f);
         }
-        accumulate(h, 0, m, scores.data(), rows, m, acc.data());
+        accumulate(h, f0, f0 + m, scores.data(), rows, m, acc.data());
       }
       for (int r = 0; r < rows; ++r) {
         const int t = t0 + r / group;
@@ -111,13 +118,17 @@ void GroupedAttentionBlocked(const KvGeometry& geo, int n, const int64_t* visibl
   });
 }
 
-// visible[i]: how many stored keys (a prefix in storage order) query i may attend.
+// visible[i]: how many stored keys (a prefix in storage order) query i may attend. With
+// `first_key` (sliding windows), query i attends keys [first_key[i], visible[i]) instead; it must be
+// non-decreasing in i and is not supported with an enabled observer.
 template <class ScoreFn, class AccumulateFn, class Observer>
 void GroupedAttentionOverPrefix(const KvGeometry& geo, int n, const int64_t* visible,
                                 const float* q, float* out, ThreadPool& pool, ScoreFn&& score,
-                                AccumulateFn&& accumulate, Observer& observer) {
+                                AccumulateFn&& accumulate, Observer& observer,
+                                const int64_t* first_key = nullptr) {
+  if constexpr (Observer::kEnabled) QEVICT_CHECK(first_key == nullptr);
   if (UsesQueryBlocks(n)) {
-    GroupedAttentionBlocked(geo, n, visible, q, out, pool, score, accumulate, observer);
+    GroupedAttentionBlocked(geo, n, visible, q, out, pool, score, accumulate, observer, first_key);
     return;
   }
   const int n_kv = geo.n_kv_heads;
@@ -152,8 +163,9 @@ void GroupedAttentionOverPrefix(const KvGeometry& geo, int n, const int64_t* vis
       const int64_t pair = item / splits;
       const int h = static_cast<int>(pair % n_kv);
       const int i = static_cast<int>(pair / n_kv);
-      const int64_t begin = visible[i] * s / splits;
-      const int64_t end = visible[i] * (s + 1) / splits;
+      const int64_t lo = first_key != nullptr ? first_key[i] : 0;
+      const int64_t begin = lo + (visible[i] - lo) * s / splits;
+      const int64_t end = lo + (visible[i] - lo) * (s + 1) / splits;
       float* part = partials + item * partial_floats;
       float* maxes = part;
       float* sums = part + group;

@@ -3,6 +3,7 @@
 // and computes attention over whatever it holds. The model code never changes with the policy.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -17,10 +18,25 @@ struct KvGeometry {
   int n_kv_heads = 0;  // key/value heads (GQA: n_heads % n_kv_heads == 0)
   int head_dim = 0;
   int64_t max_tokens = 0;  // tokens the cache must be able to receive in one run (context size)
+  // Sliding-window layers of the model (gemma3, Mistral), held beside this cache in rings of
+  // ring_window tokens (kv/interleaved_cache.h). n_layers above counts the other (global)
+  // layers only; the budget counts both (docs/kv-cache.md, "Sliding-window layers").
+  int ring_layers = 0;
+  int64_t ring_window = 0;
 
-  // Bytes one token occupies in an fp16 cache: K and V, all layers and KV heads.
+  // Bytes one token occupies in an fp16 cache: K and V, all (global) layers and KV heads.
   int64_t fp16_bytes_per_token() const {
     return int64_t{2} * n_layers * n_kv_heads * head_dim * 2;
+  }
+  // Bytes the sliding layers' rings hold after `tokens` tokens (fp16, at most ring_window each).
+  int64_t ring_bytes(int64_t tokens) const {
+    return int64_t{2} * ring_layers * n_kv_heads * head_dim * 2 *
+           std::min<int64_t>(tokens, ring_window);
+  }
+  // What the `full` policy holds for `tokens` tokens: every global layer's tokens and the rings.
+  // Budget fractions are fractions of this.
+  int64_t full_bytes(int64_t tokens) const {
+    return fp16_bytes_per_token() * tokens + ring_bytes(tokens);
   }
 };
 
@@ -69,6 +85,11 @@ struct KvStats {
   // The least the cache holds whatever the budget: sinks, recent windows, the growing window,
   // positions and policy buffers, at their largest over the run (-1 without a budget).
   int64_t floor_bytes = -1;
+  // Sliding-window layers (kv/interleaved_cache.h): their rings' bytes, already counted in
+  // fp16_bytes and every total above, how many layers and their window (0 without any).
+  int64_t sliding_bytes = 0;
+  int sliding_layers = 0;
+  int64_t sliding_window = 0;
 
   int64_t resident_bytes() const { return fp16_bytes + quant_bytes + meta_bytes; }
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kv/kv_cache.h"
 #include "util/error.h"
 
 namespace qevict {
@@ -24,11 +25,18 @@ void Require(bool ok, const std::string& message) {
 }  // namespace
 
 std::optional<int64_t> KvConfig::BudgetBytes(int64_t run_tokens,
-                                             int64_t fp16_bytes_per_token) const {
+                                             const KvGeometry& geometry) const {
   if (budget_bytes > 0) return budget_bytes;
   if (budget >= 1.0) return std::nullopt;
-  return static_cast<int64_t>(std::floor(budget * static_cast<double>(std::max<int64_t>(0, run_tokens)) *
-                                         static_cast<double>(fp16_bytes_per_token)));
+  return static_cast<int64_t>(std::floor(
+      budget * static_cast<double>(geometry.full_bytes(std::max<int64_t>(0, run_tokens)))));
+}
+
+std::optional<int64_t> KvConfig::GlobalBudgetBytes(int64_t run_tokens,
+                                                   const KvGeometry& geometry) const {
+  const std::optional<int64_t> total = BudgetBytes(run_tokens, geometry);
+  if (!total) return std::nullopt;
+  return std::max<int64_t>(0, *total - geometry.ring_bytes(std::max<int64_t>(0, run_tokens)));
 }
 
 const std::vector<std::string_view>& KnownKvPolicyNames() {

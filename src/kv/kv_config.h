@@ -11,6 +11,10 @@
 #include <vector>
 
 namespace qevict {
+struct KvGeometry;
+}
+
+namespace qevict {
 
 // What a promoted window holds (spec, "Recovery fidelity").
 enum class RecoveryFidelity {
@@ -76,7 +80,11 @@ struct KvConfig {
   // an absolute cap; else a fraction of the run's fp16 cache) become a budget. Inside the cache
   // "no budget" is only ever this nullopt; KvStats::budget_bytes prints it as -1 and policies see
   // RoutingContext::kUnlimited, each converted in one place.
-  std::optional<int64_t> BudgetBytes(int64_t run_tokens, int64_t fp16_bytes_per_token) const;
+  // The budget counts the sliding-window layers' rings too (KvGeometry::full_bytes): a fraction
+  // is of what `full` holds. GlobalBudgetBytes is what is left of it for the global layers, where
+  // the policy applies (0 when the rings alone exceed it).
+  std::optional<int64_t> BudgetBytes(int64_t run_tokens, const KvGeometry& geometry) const;
+  std::optional<int64_t> GlobalBudgetBytes(int64_t run_tokens, const KvGeometry& geometry) const;
   bool limited() const { return budget_bytes > 0 || budget < 1.0; }
 
   // Tokens per forward pass while prefilling, given the engine's batch: with bounded prefill the

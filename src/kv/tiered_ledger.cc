@@ -103,8 +103,9 @@ void TieredCache::UpdatePeaks() {
 void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
   prompt_tokens_ = std::max<int64_t>(0, prompt_tokens);
   run_tokens_ = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
-  budget_ = config_.BudgetBytes(run_tokens_, geo_.fp16_bytes_per_token());
-  stats_.budget_bytes = budget_.value_or(-1);
+  budget_ = config_.GlobalBudgetBytes(run_tokens_, geo_);
+  // Reported: the run's whole budget, sliding-window rings included (== budget_ without them).
+  stats_.budget_bytes = config_.BudgetBytes(run_tokens_, geo_).value_or(-1);
   scoring_ = for_forks_ || (policy_->wants_scores() && budget_);
   observing_ = for_forks_ || (policy_->wants_observation() && budget_);
   policy_->BeginRun();
@@ -114,11 +115,16 @@ void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
     const int64_t floor = WorstFloorBytes(prompt_tokens, std::max(run_tokens_, int64_t{1}));
     stats_.floor_bytes = floor;
     if (*budget_ < floor) {
-      const double fraction = static_cast<double>(floor) /
-                              (std::max<int64_t>(run_tokens_, 1) * geo_.fp16_bytes_per_token());
+      const int64_t rings = geo_.ring_bytes(run_tokens_);
+      const double fraction = static_cast<double>(floor + rings) /
+                              static_cast<double>(geo_.full_bytes(std::max<int64_t>(run_tokens_, 1)));
       stats_.infeasible = true;
-      stats_.note = "budget of " + std::to_string(*budget_) +
-                    " bytes is below the fp16 floor of " + std::to_string(floor) +
+      const std::string rings_note =
+          rings > 0 ? " (what the sliding-window layers' rings of " + std::to_string(rings) +
+                          " bytes leave of the budget)"
+                    : "";
+      stats_.note = "budget of " + std::to_string(*budget_) + " bytes" + rings_note +
+                    " is below the fp16 floor of " + std::to_string(floor) +
                     " bytes (sinks " + std::to_string(sinks_) + " + recent " +
                     std::to_string(recent_) + " tokens and one growing window in every layer, "
                     "plus metadata); the cache keeps only that floor. Raise --kv-budget to at "
@@ -144,7 +150,6 @@ KvStats TieredCache::Stats() const {
   s.meta_bytes = MetaBytes();
   s.cold_bytes = store_.cold() ? store_.cold()->live_bytes() : 0;
   s.cold_peak_bytes = store_.cold() ? store_.cold()->peak_bytes() : 0;
-  s.budget_bytes = budget_.value_or(-1);
   s.full_fp16_bytes = s.tokens_seen * geo_.fp16_bytes_per_token();
   s.pool_reserved_bytes = store_.reserved_bytes();
   s.reserved_bytes = ReservedBytes();

@@ -48,12 +48,14 @@ int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry
   const KvConfig config = PolicyLayout(requested);  // the window the cache will really have
   const int64_t per_token = geometry.fp16_bytes_per_token();
   const int64_t run = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
-  if (config.policy == "full") return run * per_token;
+  const int64_t rings = geometry.ring_bytes(run);  // sliding layers: a ring of their window
+  if (config.policy == "full") return run * per_token + rings;
   const TieredSizes sizes(config, geometry);
   const int64_t everything = sizes.Fp16Blocks(run) + TieredSizes::Positions(run);
-  const std::optional<int64_t> budget_or_none = config.BudgetBytes(run, per_token);
+  const std::optional<int64_t> budget_or_none = config.GlobalBudgetBytes(run, geometry);
   if (!budget_or_none) {
-    return everything + TieredCache::MappedSlackBytes(config, geometry, 0, MakePolicy(config)->quantizes());
+    return everything + rings +
+           TieredCache::MappedSlackBytes(config, geometry, 0, MakePolicy(config)->quantizes());
   }
 
   // With a budget, resident bytes (metadata included) stay under it from the first routing step
@@ -85,7 +87,7 @@ int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry
   const int64_t mapped =
       TieredCache::MappedSlackBytes(config, geometry, budget, policy->quantizes()) +
       (policy->wants_observation() ? TieredCache::ObservationBytesFor(config, geometry) : 0);
-  return std::min(everything, std::max(steady, prefill)) + mapped;
+  return std::min(everything, std::max(steady, prefill)) + mapped + rings;
 }
 
 std::string DescribeKvRequest(const KvConfig& config, const KvGeometry& geometry,

@@ -91,21 +91,30 @@ std::string RenderLlama3(const ChatTemplate& tmpl, const std::vector<ChatMessage
   return out;
 }
 
+// Llama-2 and Gemma raise unless roles alternate user/assistant after an optional system one.
+void RequireAlternation(const std::vector<ChatMessage>& messages, size_t first,
+                        const char* family) {
+  for (size_t i = first; i < messages.size(); ++i) {
+    const bool expect_user = (i - first) % 2 == 0;
+    if ((messages[i].role == "user") != expect_user) {
+      throw Error(std::string("chat: the ") + family +
+                  " template needs roles alternating user/assistant/user/... (after an optional "
+                  "first system message); message " + std::to_string(i) + " has role \"" +
+                  messages[i].role + "\"");
+    }
+  }
+}
+
 std::string RenderLlama2(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages) {
   if (messages.empty()) {  // the template reads messages[0] unconditionally
     throw Error("chat: the Llama-2 template needs at least one message");
   }
   const bool has_system = !messages.empty() && messages[0].role == "system";
   const size_t first = has_system ? 1 : 0;
+  RequireAlternation(messages, first, "Llama-2");
   std::string out;
   for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
-    const bool expect_user = (i - first) % 2 == 0;
-    if ((m.role == "user") != expect_user) {
-      throw Error("chat: the Llama-2 template needs roles alternating user/assistant/user/... "
-                  "(after an optional first system message); message " + std::to_string(i) +
-                  " has role \"" + m.role + "\"");
-    }
     std::string content = m.content;
     if (i == first && has_system) {
       content = "<<SYS>>\n" + messages[0].content + "\n<</SYS>>\n\n" + m.content;
@@ -122,6 +131,41 @@ std::string RenderLlama2(const ChatTemplate& tmpl, const std::vector<ChatMessage
       out += " " + tmpl.eos_token;
     }
   }
+  return out;
+}
+
+// Gemma 2/3: BOS, then <start_of_turn>user|model turns with trimmed content; a system message
+// is not a turn of its own but is prefixed (and a blank line) to the first user turn.
+std::string RenderGemma(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt) {
+  if (messages.empty()) throw Error("chat: the Gemma template needs at least one message");
+  const bool has_system = messages[0].role == "system";
+  const size_t first = has_system ? 1 : 0;
+  RequireAlternation(messages, first, "Gemma");
+  std::string out = tmpl.renders_bos ? tmpl.bos_token : "";
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    out += "<start_of_turn>";
+    out += m.role == "assistant" ? "model" : m.role;
+    out += "\n";
+    if (i == first && has_system) out += messages[0].content + "\n\n";
+    out += StripPythonSpace(m.content);
+    out += "<end_of_turn>\n";
+  }
+  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  return out;
+}
+
+// Phi-3: <|role|> headers, each message closed by <|end|>; without a generation prompt the
+// template ends with EOS.
+std::string RenderPhi3(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
+                       bool add_generation_prompt) {
+  std::string out = tmpl.renders_bos && !messages.empty() ? tmpl.bos_token : "";
+  for (const ChatMessage& m : messages) {
+    if (m.role != "system" && m.role != "user" && m.role != "assistant") continue;
+    out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+  }
+  out += add_generation_prompt ? "<|assistant|>\n" : tmpl.eos_token;
   return out;
 }
 
@@ -144,6 +188,18 @@ std::optional<ChatTemplate> ParseChatTemplate(std::string_view jinja_template) {
     tmpl.eos_token = "<|eot_id|>";
     return tmpl;
   }
+  if (Contains(jinja_template, "<start_of_turn>")) {
+    tmpl.style = ChatStyle::kGemma;
+    tmpl.bos_token = "<bos>";
+    tmpl.eos_token = "<eos>";
+    return tmpl;
+  }
+  if (Contains(jinja_template, "<|user|>") && Contains(jinja_template, "<|end|>")) {
+    tmpl.style = ChatStyle::kPhi3;
+    tmpl.bos_token = "<s>";
+    tmpl.eos_token = "<|endoftext|>";
+    return tmpl;
+  }
   if (Contains(jinja_template, "[INST]") && Contains(jinja_template, "<<SYS>>")) {
     tmpl.style = ChatStyle::kLlama2;
     tmpl.bos_token = "<s>";
@@ -161,6 +217,10 @@ const char* ChatStyleName(ChatStyle style) {
       return "llama3";
     case ChatStyle::kLlama2:
       return "llama2";
+    case ChatStyle::kGemma:
+      return "gemma";
+    case ChatStyle::kPhi3:
+      return "phi3";
   }
   return "?";
 }
@@ -174,6 +234,10 @@ std::string RenderChat(const ChatTemplate& tmpl, const std::vector<ChatMessage>&
       return RenderLlama3(tmpl, messages, add_generation_prompt);
     case ChatStyle::kLlama2:
       return RenderLlama2(tmpl, messages);
+    case ChatStyle::kGemma:
+      return RenderGemma(tmpl, messages, add_generation_prompt);
+    case ChatStyle::kPhi3:
+      return RenderPhi3(tmpl, messages, add_generation_prompt);
   }
   return "";
 }

@@ -10,7 +10,7 @@
 
 namespace qevict {
 
-enum class ChatStyle { kChatML, kLlama3, kLlama2 };
+enum class ChatStyle { kChatML, kLlama3, kLlama2, kGemma, kPhi3 };
 
 struct ChatTemplate {
   ChatStyle style;
@@ -32,16 +32,17 @@ struct ChatMessage {
 };
 
 // Recognizes the family of a Jinja template string, or nullopt when it is none we know:
-// ChatML ("<|im_start|>"), Llama-3.0 ("<|start_header_id|>"; the Llama-3.1+ templates with
-// their dated system block are not rendered and give nullopt) and Llama-2 ("[INST]" with
-// "<<SYS>>").
+// ChatML ("<|im_start|>": SmolLM2, Qwen 2/2.5/3), Llama-3.0 ("<|start_header_id|>"; the
+// Llama-3.1+ templates with their dated system block are not rendered and give nullopt),
+// Llama-2 ("[INST]" with "<<SYS>>"), Gemma ("<start_of_turn>": user/model turns, a system
+// message prefixed to the first user turn) and Phi-3 ("<|user|>" ... "<|end|>").
 std::optional<ChatTemplate> ParseChatTemplate(std::string_view jinja_template);
 const char* ChatStyleName(ChatStyle style);
 
 // The prompt text for these messages, exactly as the Jinja template would render it; with
 // add_generation_prompt the assistant header is appended so generation starts the reply.
-// Throws qevict::Error where the template would raise (Llama-2: no messages, or roles not
-// alternating user/assistant after the optional system message).
+// Throws qevict::Error where the template would raise (Llama-2 and Gemma: no messages, or roles
+// not alternating user/assistant after the optional system message).
 std::string RenderChat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
                        bool add_generation_prompt);
 

@@ -10,7 +10,7 @@
 namespace qevict {
 namespace {
 
-// Longest token, score, token type and merge arrays accepted (LlamaConfig's vocabulary limit).
+// Longest token, score, token type and merge arrays accepted (ModelConfig's vocabulary limit).
 // Each entry costs far more memory than its bytes in the file (an empty token string is 8 bytes
 // there, well over 100 once copied and indexed), so a crafted count is refused before any of it
 // is read.

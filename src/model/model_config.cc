@@ -1,4 +1,4 @@
-#include "model/llama_config.h"
+#include "model/model_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,13 +25,100 @@ int64_t ReadBounded(const gguf::File& f, const std::string& key, int64_t lo, int
   return *v;
 }
 
+bool IsSupported(const std::string& arch) {
+  return arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "gemma3" ||
+         arch == "phi3";
+}
+
+// Which layers use the sliding window. gemma3: `attention.sliding_window_pattern` is either an
+// array of bools (one per layer) or a period n (layer l slides unless l % n == n - 1); absent,
+// llama.cpp's default period of 6 applies. Other families: every layer slides (Mistral).
+std::vector<bool> SlidingLayers(const gguf::File& f, const std::string& p, int n_layers,
+                                int default_period) {
+  std::vector<bool> sliding(n_layers, true);
+  const std::string key = p + "attention.sliding_window_pattern";
+  const gguf::Value* v = f.Find(key);
+  if (v != nullptr && v->type == gguf::ValueType::kArray) {
+    if (v->array_type != gguf::ValueType::kBool || v->array_size != static_cast<uint64_t>(n_layers)) {
+      throw Error("'" + key + "' must be an array of " + std::to_string(n_layers) + " bools");
+    }
+    for (int l = 0; l < n_layers; ++l) sliding[l] = v->array_data[l] != 0;
+    return sliding;
+  }
+  const int64_t period = default_period == 0
+                             ? 0
+                             : ReadBounded(f, key, 0, 1 << 16, int64_t{default_period});
+  for (int l = 0; l < n_layers; ++l) sliding[l] = period == 0 || l % period < period - 1;
+  return sliding;
+}
+
+float ReadPositiveFloat(const gguf::File& f, const std::string& key, double fallback) {
+  const double v = f.FindFloat(key).value_or(fallback);
+  if (!(std::isfinite(v) && v > 0.0 && v < 1e9)) {
+    throw Error("model metadata '" + key + "' = " + std::to_string(v) + " must be positive");
+  }
+  return static_cast<float>(v);
+}
+
+// What distinguishes the families beyond the shared keys, as llama.cpp reads the same GGUF keys.
+void ReadFamilyOptions(const gguf::File& f, const std::string& p, ModelConfig& c) {
+  c.rope_local = c.rope;
+  if (f.FindTensor("rope_factors_long.weight") != nullptr ||
+      f.FindString(p + "rope.scaling.type").value_or("") == "longrope") {
+    throw Error("LongRoPE models (rope_factors_long/short, e.g. Phi-3 128k) are not supported");
+  }
+  int default_period = 0;  // every layer slides when a window is set
+  if (c.arch == "gemma3") {
+    c.activation = FfnActivation::kGeluTanh;
+    c.embedding_scale = std::sqrt(static_cast<float>(c.n_embd));
+    c.final_logit_softcap = f.Has(p + "final_logit_softcapping")
+                                ? ReadPositiveFloat(f, p + "final_logit_softcapping", 1.0)
+                                : 0.0f;
+    // Queries are scaled by attention.scale when the file has it; otherwise as llama.cpp does:
+    // 1/sqrt(head_dim), except Gemma 3 27B (62 layers), 1/sqrt(n_embd / n_heads).
+    float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    if (f.Has(p + "attention.scale")) {
+      scale = ReadPositiveFloat(f, p + "attention.scale", 1.0);
+    } else if (c.n_layers == 62) {
+      scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_heads));
+    }
+    c.query_prescale = scale * std::sqrt(static_cast<float>(c.head_dim));
+    // Sliding layers rotate with their own base and without the global layers' scaling.
+    c.rope_local.freq_base = ReadPositiveFloat(f, p + "rope.freq_base_swa", 10000.0);
+    c.rope_local.freq_scale = 1.0f;
+    c.rope_local.llama3_factor = 0.0f;
+    c.rope_local.freq_factors.clear();
+    default_period = 6;
+  }
+  // phi3 files carry a sliding window that llama.cpp ignores ("Phi SWA is currently disabled");
+  // so do we, to compute what llama.cpp computes. qwen2/qwen3 set none.
+  if (c.arch == "gemma3" || c.arch == "llama") {
+    c.sliding_window = static_cast<int>(
+        ReadBounded(f, p + "attention.sliding_window", 0, int64_t{1} << 24, int64_t{0}));
+  }
+  if (c.sliding_window > 0 && c.sliding_window < c.context_length) {
+    c.sliding = SlidingLayers(f, p, c.n_layers, default_period);
+  } else {
+    c.sliding_window = 0;  // a window as long as the context is no window
+    c.sliding.assign(c.n_layers, false);
+  }
+}
+
 }  // namespace
 
-LlamaConfig LlamaConfig::FromGguf(const gguf::File& f) {
-  LlamaConfig c;
+const char* SupportedArchitectures() { return "llama, qwen2, qwen3, gemma3, phi3"; }
+
+int ModelConfig::n_sliding_layers() const {
+  if (sliding_window <= 0) return 0;
+  return static_cast<int>(std::count(sliding.begin(), sliding.end(), true));
+}
+
+ModelConfig ModelConfig::FromGguf(const gguf::File& f) {
+  ModelConfig c;
   c.arch = std::string(f.GetString("general.architecture"));
-  if (c.arch != "llama") {
-    throw Error("unsupported architecture '" + c.arch + "' (supported: llama)");
+  if (!IsSupported(c.arch)) {
+    throw Error("unsupported architecture '" + c.arch + "' (supported: " +
+                SupportedArchitectures() + ")");
   }
   c.name = std::string(f.FindString("general.name").value_or(""));
   const std::string p = c.arch + ".";
@@ -66,6 +153,8 @@ LlamaConfig LlamaConfig::FromGguf(const gguf::File& f) {
   c.rope.rot_dims = static_cast<int>(
       ReadBounded(f, p + "rope.dimension_count", 2, c.head_dim, c.head_dim));
   if (c.rope.rot_dims % 2 != 0) throw Error("rope.dimension_count must be even");
+  // llama rotates adjacent pairs; the other families rotate the two halves (llama.cpp's NEOX).
+  c.rope.neox = c.arch != "llama";
   c.rope.freq_base = static_cast<float>(f.FindFloat(p + "rope.freq_base").value_or(10000.0));
   if (!(c.rope.freq_base > 1.0f)) throw Error("rope.freq_base must be > 1");
   const std::string scaling =
@@ -128,6 +217,7 @@ LlamaConfig LlamaConfig::FromGguf(const gguf::File& f) {
   }
   c.n_vocab = static_cast<int>(embd->ne[1]);
   c.tied_output = f.FindTensor("output.weight") == nullptr;
+  ReadFamilyOptions(f, p, c);
   return c;
 }
 

@@ -1,4 +1,4 @@
-#include "model/llama_weights.h"
+#include "model/model_weights.h"
 
 #include <string>
 
@@ -54,10 +54,22 @@ const float* Vector(const gguf::File& f, const std::string& name, int64_t n) {
   return reinterpret_cast<const float*>(t.data);
 }
 
+const float* OptionalVector(const gguf::File& f, const std::string& name, int64_t n) {
+  return f.FindTensor(name) != nullptr ? Vector(f, name, n) : nullptr;
+}
+
+// Rows [first, first + count) of a matrix view.
+WeightView Rows(const WeightView& w, int64_t first, int64_t count) {
+  WeightView r = w;
+  r.data = w.data + static_cast<size_t>(first) * w.row_bytes;
+  r.rows = count;
+  return r;
+}
+
 }  // namespace
 
-LlamaWeights LlamaWeights::FromGguf(const gguf::File& f, const LlamaConfig& c) {
-  LlamaWeights w;
+ModelWeights ModelWeights::FromGguf(const gguf::File& f, const ModelConfig& c) {
+  ModelWeights w;
   const int64_t q_dim = static_cast<int64_t>(c.n_heads) * c.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
   w.token_embd = Matrix(f, "token_embd.weight", c.n_embd, c.n_vocab);
@@ -66,16 +78,44 @@ LlamaWeights LlamaWeights::FromGguf(const gguf::File& f, const LlamaConfig& c) {
   w.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    LlamaLayerWeights& L = w.layers[l];
+    LayerWeights& L = w.layers[l];
     L.attn_norm = Vector(f, p + "attn_norm.weight", c.n_embd);
-    L.wq = Matrix(f, p + "attn_q.weight", c.n_embd, q_dim);
-    L.wk = Matrix(f, p + "attn_k.weight", c.n_embd, kv_dim);
-    L.wv = Matrix(f, p + "attn_v.weight", c.n_embd, kv_dim);
+    if (f.FindTensor(p + "attn_qkv.weight") != nullptr) {  // phi3: Q, K and V rows in one
+      const WeightView qkv = Matrix(f, p + "attn_qkv.weight", c.n_embd, q_dim + 2 * kv_dim);
+      L.wq = Rows(qkv, 0, q_dim);
+      L.wk = Rows(qkv, q_dim, kv_dim);
+      L.wv = Rows(qkv, q_dim + kv_dim, kv_dim);
+    } else {
+      L.wq = Matrix(f, p + "attn_q.weight", c.n_embd, q_dim);
+      L.wk = Matrix(f, p + "attn_k.weight", c.n_embd, kv_dim);
+      L.wv = Matrix(f, p + "attn_v.weight", c.n_embd, kv_dim);
+    }
+    L.bq = OptionalVector(f, p + "attn_q.bias", q_dim);
+    L.bk = OptionalVector(f, p + "attn_k.bias", kv_dim);
+    L.bv = OptionalVector(f, p + "attn_v.bias", kv_dim);
+    L.q_norm = OptionalVector(f, p + "attn_q_norm.weight", c.head_dim);
+    L.k_norm = OptionalVector(f, p + "attn_k_norm.weight", c.head_dim);
+    if ((L.q_norm == nullptr) != (L.k_norm == nullptr)) {
+      throw Error("layer " + std::to_string(l) + " has one of attn_q_norm/attn_k_norm only");
+    }
     L.wo = Matrix(f, p + "attn_output.weight", q_dim, c.n_embd);
+    L.attn_post_norm = OptionalVector(f, p + "post_attention_norm.weight", c.n_embd);
     L.ffn_norm = Vector(f, p + "ffn_norm.weight", c.n_embd);
-    L.w_gate = Matrix(f, p + "ffn_gate.weight", c.n_embd, c.n_ff);
-    L.w_up = Matrix(f, p + "ffn_up.weight", c.n_embd, c.n_ff);
+    if (f.FindTensor(p + "ffn_gate.weight") == nullptr) {  // phi3: gate rows, then up rows
+      const WeightView gate_up = Matrix(f, p + "ffn_up.weight", c.n_embd, 2 * int64_t{c.n_ff});
+      L.w_gate = Rows(gate_up, 0, c.n_ff);
+      L.w_up = Rows(gate_up, c.n_ff, c.n_ff);
+    } else {
+      L.w_gate = Matrix(f, p + "ffn_gate.weight", c.n_embd, c.n_ff);
+      L.w_up = Matrix(f, p + "ffn_up.weight", c.n_embd, c.n_ff);
+    }
     L.w_down = Matrix(f, p + "ffn_down.weight", c.n_ff, c.n_embd);
+    L.ffn_post_norm = OptionalVector(f, p + "post_ffw_norm.weight", c.n_embd);
+    if (c.arch == "gemma3" && (L.attn_post_norm == nullptr || L.ffn_post_norm == nullptr ||
+                               L.q_norm == nullptr)) {
+      throw Error("gemma3 layer " + std::to_string(l) +
+                  " lacks post_attention_norm, post_ffw_norm or attn_q_norm/attn_k_norm");
+    }
   }
   return w;
 }

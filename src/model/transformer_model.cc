@@ -1,0 +1,169 @@
+#include "model/transformer_model.h"
+
+#include "kernels/elementwise.h"
+#include "kernels/matmul_exact.h"
+#include "util/error.h"
+
+namespace qevict {
+
+ForwardScratch::ForwardScratch(const ModelConfig& c, int max_batch_tokens)
+    : max_batch(max_batch_tokens) {
+  const size_t b = static_cast<size_t>(max_batch_tokens);
+  const size_t q_dim = static_cast<size_t>(c.n_heads) * c.head_dim;
+  const size_t kv_dim = static_cast<size_t>(c.n_kv_heads) * c.head_dim;
+  x.resize(b * c.n_embd);
+  xn.resize(b * c.n_embd);
+  q.resize(b * q_dim);
+  k.resize(b * kv_dim);
+  v.resize(b * kv_dim);
+  attn.resize(b * q_dim);
+  proj.resize(b * c.n_embd);
+  gate.resize(b * c.n_ff);
+  up.resize(b * c.n_ff);
+}
+
+std::unique_ptr<TransformerModel> TransformerModel::Load(const std::string& path) {
+  auto model = std::unique_ptr<TransformerModel>(new TransformerModel());
+  model->file_ = gguf::File::Open(path);
+  model->config_ = ModelConfig::FromGguf(*model->file_);
+  model->weights_ = ModelWeights::FromGguf(*model->file_, model->config_);
+  return model;
+}
+
+KvGeometry TransformerModel::kv_geometry(int64_t max_tokens) const {
+  KvGeometry g;
+  g.n_layers = config_.n_layers - config_.n_sliding_layers();
+  g.n_heads = config_.n_heads;
+  g.n_kv_heads = config_.n_kv_heads;
+  g.head_dim = config_.head_dim;
+  g.max_tokens = max_tokens;
+  g.ring_layers = config_.n_sliding_layers();
+  g.ring_window = g.ring_layers > 0 ? config_.sliding_window : 0;
+  return g;
+}
+
+RopeTables TransformerModel::MakeRopes(int64_t max_positions) const {
+  RopeTables r;
+  r.global = std::make_unique<Rope>(config_.rope, max_positions);
+  const RopeConfig& a = config_.rope;
+  const RopeConfig& b = config_.rope_local;
+  const bool same = a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
+                    a.llama3_factor == b.llama3_factor && a.freq_factors == b.freq_factors;
+  if (config_.n_sliding_layers() > 0 && !same) {
+    r.local = std::make_unique<Rope>(config_.rope_local, max_positions);
+  }
+  return r;
+}
+
+void TransformerModel::Mul(const WeightView& w, const float* x, int n, float* y,
+                           ThreadPool& pool) const {
+  if (exact_matmul_) {
+    MatMulExact(w, x, n, y, pool);
+  } else {
+    MatMul(w, x, n, y, pool);
+  }
+}
+
+namespace {
+
+void AddBias(float* rows, const float* bias, int n, int64_t dim) {
+  if (bias == nullptr) return;
+  for (int i = 0; i < n; ++i) AddInPlace(rows + i * dim, bias, dim);
+}
+
+// RMSNorm of every head_dim-long head of n rows, in place.
+void NormHeads(float* rows, const float* weight, int n, int heads, int head_dim, float eps) {
+  if (weight == nullptr) return;
+  for (int64_t h = 0; h < int64_t{n} * heads; ++h) {
+    RmsNorm(rows + h * head_dim, weight, head_dim, eps, rows + h * head_dim);
+  }
+}
+
+}  // namespace
+
+void TransformerModel::ProjectQkv(const LayerWeights& L, int layer, const int32_t* pos, int n,
+                                  const RopeTables& ropes, ForwardScratch& s,
+                                  ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const int64_t q_dim = static_cast<int64_t>(c.n_heads) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
+  Mul(L.wq, s.xn.data(), n, s.q.data(), pool);
+  Mul(L.wk, s.xn.data(), n, s.k.data(), pool);
+  Mul(L.wv, s.xn.data(), n, s.v.data(), pool);
+  AddBias(s.q.data(), L.bq, n, q_dim);
+  AddBias(s.k.data(), L.bk, n, kv_dim);
+  AddBias(s.v.data(), L.bv, n, kv_dim);
+  NormHeads(s.q.data(), L.q_norm, n, c.n_heads, c.head_dim, c.rms_eps);
+  NormHeads(s.k.data(), L.k_norm, n, c.n_kv_heads, c.head_dim, c.rms_eps);
+  const Rope& rope = c.is_sliding(layer) ? ropes.sliding() : *ropes.global;
+  for (int i = 0; i < n; ++i) rope.Apply(&s.q[i * q_dim], c.n_heads, c.head_dim, pos[i]);
+  if (c.query_prescale != 1.0f) Scale(s.q.data(), n * q_dim, c.query_prescale);
+}
+
+void TransformerModel::FeedForward(const LayerWeights& L, int n, ForwardScratch& s,
+                                   ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const int64_t d = c.n_embd;
+  for (int i = 0; i < n; ++i) RmsNorm(&s.x[i * d], L.ffn_norm, d, c.rms_eps, &s.xn[i * d]);
+  Mul(L.w_gate, s.xn.data(), n, s.gate.data(), pool);
+  Mul(L.w_up, s.xn.data(), n, s.up.data(), pool);
+  const int64_t count = static_cast<int64_t>(n) * c.n_ff;
+  if (c.activation == FfnActivation::kGeluTanh) {
+    GeluTanhMul(s.gate.data(), s.up.data(), count);
+  } else {
+    SiluMul(s.gate.data(), s.up.data(), count);
+  }
+  Mul(L.w_down, s.gate.data(), n, s.proj.data(), pool);
+  if (L.ffn_post_norm != nullptr) {
+    for (int i = 0; i < n; ++i) {
+      RmsNorm(&s.proj[i * d], L.ffn_post_norm, d, c.rms_eps, &s.proj[i * d]);
+    }
+  }
+  AddInPlace(s.x.data(), s.proj.data(), n * d);
+}
+
+void TransformerModel::Forward(const int32_t* tokens, const int32_t* pos, int n, int n_logits,
+                               const RopeTables& ropes, KvCache& cache, ForwardScratch& s,
+                               ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  QEVICT_CHECK(n > 0 && n <= s.max_batch && n_logits >= 0 && n_logits <= n);
+  const int64_t d = c.n_embd;
+
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.n_vocab) {
+      throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary");
+    }
+    const WeightView& e = weights_.token_embd;
+    DequantizeRow(e.type, e.data + static_cast<size_t>(tokens[i]) * e.row_bytes, &s.x[i * d], d);
+  }
+  if (c.embedding_scale != 1.0f) Scale(s.x.data(), n * d, c.embedding_scale);
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& L = weights_.layers[l];
+    for (int i = 0; i < n; ++i) RmsNorm(&s.x[i * d], L.attn_norm, d, c.rms_eps, &s.xn[i * d]);
+    ProjectQkv(L, l, pos, n, ropes, s, pool);
+    cache.Store(l, n, pos, s.k.data(), s.v.data());
+    cache.Attend(l, n, pos, s.q.data(), s.attn.data(), pool);
+    Mul(L.wo, s.attn.data(), n, s.proj.data(), pool);
+    if (L.attn_post_norm != nullptr) {
+      for (int i = 0; i < n; ++i) {
+        RmsNorm(&s.proj[i * d], L.attn_post_norm, d, c.rms_eps, &s.proj[i * d]);
+      }
+    }
+    AddInPlace(s.x.data(), s.proj.data(), n * d);
+    FeedForward(L, n, s, pool);
+  }
+
+  if (n_logits == 0) return;
+  const int first = n - n_logits;
+  for (int i = first; i < n; ++i) {
+    RmsNorm(&s.x[i * d], weights_.output_norm, d, c.rms_eps, &s.xn[(i - first) * d]);
+  }
+  s.logits.resize(static_cast<size_t>(n_logits) * c.n_vocab);
+  Mul(weights_.output, s.xn.data(), n_logits, s.logits.data(), pool);
+  if (c.final_logit_softcap > 0.0f) {
+    SoftCap(s.logits.data(), static_cast<int64_t>(n_logits) * c.n_vocab, c.final_logit_softcap);
+  }
+}
+
+}  // namespace qevict
