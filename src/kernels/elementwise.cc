@@ -2,7 +2,17 @@
 
 #include <cmath>
 
+#include "util/cpu_features.h"
+
 namespace qevict {
+namespace elementwise_impl::avx2 {
+void SiluMul(float* gate, const float* up, int64_t n);
+void GeluTanhMul(float* gate, const float* up, int64_t n);
+}  // namespace elementwise_impl::avx2
+
+namespace {
+bool UseAvx2() { return ActiveSimdLevel() >= SimdLevel::kAvx2; }
+}  // namespace
 
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
   double sum = 0.0;
@@ -12,6 +22,11 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* o
 }
 
 void SiluMul(float* gate, const float* up, int64_t n) {
+  if (UseAvx2()) return elementwise_impl::avx2::SiluMul(gate, up, n);
+  SiluMulPortable(gate, up, n);
+}
+
+void SiluMulPortable(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
@@ -19,6 +34,11 @@ void SiluMul(float* gate, const float* up, int64_t n) {
 }
 
 void GeluTanhMul(float* gate, const float* up, int64_t n) {
+  if (UseAvx2()) return elementwise_impl::avx2::GeluTanhMul(gate, up, n);
+  GeluTanhMulPortable(gate, up, n);
+}
+
+void GeluTanhMulPortable(float* gate, const float* up, int64_t n) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
