@@ -56,7 +56,27 @@ def load_runs(dirs):
             if mode == "prompt-end":
                 r["policy"] = r["policy"] + " (prompt-end)"
         runs.append((d, pe.load_summary(d), rows))
+    label_prompt_styles(runs)
     return runs
+
+
+def prompt_style_of(row):
+    """The row's prompt style; rows written before the styles existed were all chat."""
+    return row.get("prompt_style") or "chat"
+
+
+def label_prompt_styles(runs):
+    """Rows of one prompt style are not labelled (the runs list says which). When the runs mix
+    styles, the completion rows' task becomes "task (completion)": each style gets its own tables
+    and is compared with its own full cache. Same rule as TaskLabel in src/eval/eval_report.cc."""
+    styles = {prompt_style_of(r) for _, _, rows in runs for r in rows}
+    if len(styles) < 2:
+        return
+    for _, _, rows in runs:
+        for r in rows:
+            style = prompt_style_of(r)
+            if style != "chat":
+                r["task"] = f"{r['task']} ({style})"
 
 
 def merge_rows(runs):
@@ -184,12 +204,13 @@ def section_header(runs, rows, duplicates, argv):
     for i, (d, summ, rrows) in enumerate(runs, 1):
         summ = summ or {}
         wall = pe.num(summ.get("wall_s"))
+        style = summ.get("prompt_style") or ", ".join(sorted({prompt_style_of(r) for r in rrows}))
         total_wall += wall or 0.0
         out.append(f"{i}. {md_code(str(summ.get('command', '(no summary.json)')))}")
         out.append(f"   - output `{d}`, {len(rrows)} rows; model "
                    f"{md_code(str(summ.get('model', '?')))}, seed {summ.get('seed', '?')}, "
                    f"threads {summ.get('threads', '?')}, started {summ.get('started', '?')}, "
-                   f"wall time {fmt_duration(wall)}; prefill modes "
+                   f"wall time {fmt_duration(wall)}; prompt style {style or 'chat'}; prefill modes "
                    f"{', '.join(summ.get('prefill_modes', ['prompt-end']))}"
                    + (f" (chunks of {summ['prefill_chunk']} tokens)"
                       if summ.get("prefill_chunk") else ""))
@@ -591,6 +612,8 @@ def section_pictures(rows, images, out_path):
             out += [f"### {group}", ""]
             section = group
         rel = os.path.relpath(os.path.abspath(path), base).replace(os.sep, "/")
+        if any(c in rel for c in " ()"):  # a labelled policy or task: "accuracy_niah (completion).png"
+            rel = f"<{rel}>"
         out += [f"![{caption}]({rel})", "", f"*{caption}*", ""]
     return out
 

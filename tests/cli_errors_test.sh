@@ -15,7 +15,8 @@ expect_clean_failure() {
   local err rc
   err=$("$@" 2>&1 >/dev/null)
   rc=$?
-  if [ $rc -ne 1 ] && [ $rc -ne 2 ] && [ $rc -ne 106 ] && [ $rc -ne 109 ]; then
+  # 1: qevict::Error; 2 and 105-109: CLI11's parse errors (105: a value its check refuses).
+  if [ $rc -ne 1 ] && [ $rc -ne 2 ] && [ $rc -ne 105 ] && [ $rc -ne 106 ] && [ $rc -ne 109 ]; then
     echo "FAIL $name: exit code $rc (want a clean error exit); stderr: $err"
     failures=$((failures + 1))
   elif [ -n "$want" ] && ! grep -qiF -- "$want" <<<"$err"; then
@@ -65,6 +66,7 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure eval_bad_task "unknown evaluation task" "$BIN" eval -m "$MODEL" --tasks nosuch --out "$out"
   expect_clean_failure eval_kv_policy "--policies" "$BIN" eval -m "$MODEL" --kv-policy qevict --out "$out"
   expect_clean_failure eval_bad_depth "depth" "$BIN" eval -m "$MODEL" --tasks niah --depths 1.5 --out "$out"
+  expect_clean_failure eval_bad_prompt_style "prompt-style" "$BIN" eval -m "$MODEL" --prompt-style raw --out "$out"
   rm -rf "$out"
 fi
 

@@ -2,7 +2,9 @@
 # scripts/plot_eval.py and scripts/render_results.py on a small synthetic `qevict eval` output:
 # 2 tasks (niah, ppl), 3 policies (full, snapkv, qevict), 2 budgets, one infeasible row,
 # missed_mass_steps in some rows. Checks the pictures and docs-style page appear, the page has
-# its Goals with MET / MISSED verdicts, and a second render gives the same bytes.
+# its Goals with MET / MISSED verdicts, and a second render gives the same bytes. Then the same
+# niah rows as a completion-style run merged with the first: the runs list says each run's prompt
+# style, and the completion rows get their own "niah (completion)" table and pictures.
 # Exit 77 (skipped) without .venv/bin/python or matplotlib in it (scripts/setup.sh venv).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +34,7 @@ def row(task, iid, kind, policy, budget, length, depth):
             "total_tokens": length + 16, "accuracy": 0.0, "turns": [], "agreement": None,
             "edit_similarity": None, "nll": None, "ppl": None, "delta_ppl": None, "kl": None,
             "top1_agreement": None, "infeasible": False, "note": "",
-            "prefill_mode": "full" if policy == "full" else "bounded",
+            "prompt_style": "chat", "prefill_mode": "full" if policy == "full" else "bounded",
             "prefill_chunk": 0 if policy == "full" else 512,
             "kv": {"budget_bytes": bb, "peak_bytes": full_bytes if policy == "full" else bb,
                    "mean_resident_bytes": bb * 0.9, "peak_fp16_bytes": bb / 2,
@@ -82,6 +84,18 @@ summary = {"command": "build/qevict eval -m models/test.gguf --tasks niah,ppl --
            "started": "2026-12-01T10:00:00Z", "wall_s": 42.0, "groups": []}
 with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(summary, f)
+# The niah rows again, from a completion-style run of a base model.
+comp = out + "_completion"
+os.makedirs(comp)
+with open(os.path.join(comp, "rows.jsonl"), "w") as f:
+    for r in rows:
+        if r["task"] == "niah":
+            f.write(json.dumps(dict(r, prompt_style="completion")) + "\n")
+summary = dict(summary, command="build/qevict eval -m models/base.gguf --tasks niah "
+               "--prompt-style completion --out " + comp, model="models/base.gguf",
+               prompt_style="completion")
+with open(os.path.join(comp, "summary.json"), "w") as f:
+    json.dump(summary, f)
 PYEOF
 
 # plot_eval.py alone, default output directory DIR/plots
@@ -118,6 +132,21 @@ for f in "$TMP"/docs1/results/*.png; do
   cmp -s "$f" "$TMP/docs2/results/$(basename "$f")" \
     || fail "$(basename "$f") differs between two renders"
 done
+
+grep -qF "prompt style chat; prefill modes" "$MD" || fail "results.md does not say the prompt style"
+grep -qF "(completion)" "$MD" && fail "results.md labels rows of a single prompt style"
+
+# A chat run and a completion run merged: the completion rows are their own task.
+(cd "$TMP" && "$PY" "$ROOT/scripts/render_results.py" --out docs3/results.md \
+    --images docs3/results run run_completion >render3.log 2>&1) \
+  || fail "render_results.py on mixed prompt styles exited $?: $(cat "$TMP/render3.log")"
+MD3=$TMP/docs3/results.md
+grep -qF "prompt style completion; prefill modes" "$MD3" || fail "mixed: no completion run listed"
+grep -q "^### niah (completion)$" "$MD3" || fail "mixed: no niah (completion) table"
+grep -q "^### niah$" "$MD3" || fail "mixed: the chat niah table is gone"
+grep -qF "](<results/accuracy_niah (completion).png>)" "$MD3" \
+  || fail "mixed: no link to the completion accuracy picture"
+[ -s "$TMP/docs3/results/accuracy_niah (completion).png" ] || fail "mixed: no completion picture"
 
 if [ $failures -ne 0 ]; then
   echo "$failures failure(s)"

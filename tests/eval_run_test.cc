@@ -3,6 +3,7 @@
 // files run (malformed lines skipped) with sensible results for the full cache.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "engine/session.h"
@@ -63,6 +64,7 @@ TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
   EXPECT_EQ(rows[0]["accuracy"], 1.0) << rows[0]["turns"].dump();
   for (const json& r : rows) {
     SCOPED_TRACE(r["policy"].get<std::string>());
+    EXPECT_EQ(r["prompt_style"], "chat");  // auto: SmolLM2 has a chat template
     for (const char* key : {"task", "id", "policy", "budget", "accuracy", "agreement",
                             "prompt_tokens", "kv", "missed_mass", "fmm", "prefill_tok_s",
                             "decode_tok_s", "wall_s", "infeasible"}) {
@@ -94,6 +96,44 @@ TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(WithoutTimings(rerun[i]), WithoutTimings(rows[i])) << "row " << i;
   }
+}
+
+// --prompt-style completion on a three-turn instance: every row says so, and every turn's prompt
+// (its tail in the row) is "Question: ...\nAnswer: " and the task's answer prefix, which the
+// model continues.
+TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
+  QEVICT_REQUIRE_MODEL(m);
+  const std::string dir = ::testing::TempDir() + "/qevict_eval_completion";
+  EvalOptions o = TinyGrid(dir);
+  o.grid.tasks = {"drift"};
+  o.settings.policies = {"full", "qevict"};
+  o.settings.prompt_style = PromptStyle::kCompletion;
+  ASSERT_EQ(RunEval(o), 0);
+  const std::vector<json> rows = ReadRows(dir);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const json& r : rows) {
+    SCOPED_TRACE(r["policy"].get<std::string>());
+    EXPECT_EQ(r["prompt_style"], "completion");
+    ASSERT_EQ(r["turns"].size(), 3u);
+    for (size_t t = 0; t < 3; ++t) {
+      const json& turn = r["turns"][t];
+      const std::string question = turn["question"], tail = turn["prompt_tail"];
+      const size_t key_at = question.find("for ") + 4;
+      const std::string key = question.substr(key_at, question.find(' ', key_at) - key_at);
+      EXPECT_EQ(tail, std::string(t == 0 ? "" : "\n") + "Question: " + question +
+                          "\nAnswer: The special magic number for " + key + " is");
+    }
+  }
+  // The full cache reads the numbers off the needles it is led into.
+  EXPECT_EQ(rows[0]["policy"], "full");
+  EXPECT_EQ(rows[0]["accuracy"], 1.0) << rows[0]["turns"].dump();
+  std::ifstream summary_file(dir + "/summary.json");
+  const json summary = json::parse(summary_file);
+  EXPECT_EQ(summary["prompt_style"], "completion");
+  for (const json& g : summary["groups"]) EXPECT_EQ(g["prompt_style"], "completion");
+  std::ifstream table_file(dir + "/table.md");
+  const std::string table((std::istreambuf_iterator<char>(table_file)), {});
+  EXPECT_NE(table.find("Prompt style: completion"), std::string::npos) << table;
 }
 
 TEST(EvalRunTest, TaskFileRunsEveryPolicyAndSkipsMalformedLines) {

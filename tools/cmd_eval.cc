@@ -27,6 +27,7 @@ struct EvalFlags {
   bool no_progress = false;
   std::string tag;
   std::string prefill_mode = "bounded";
+  std::string prompt_style = "auto";
   KvFlags kv;
 };
 
@@ -76,6 +77,7 @@ int Eval(const EvalFlags& f) {
     throw Error("--prefill-mode " + f.prefill_mode + " routes between prompt chunks: give "
                 "--kv-prefill-chunk > 0, or use --prefill-mode prompt-end");
   }
+  o.settings.prompt_style = ParsePromptStyle(f.prompt_style);
   o.settings.tag = f.tag;
   o.threads = f.threads;
   o.out_dir = f.out;
@@ -126,6 +128,13 @@ std::function<int()> RegisterEval(CLI::App& app) {
                   "or both; rows say which in prefill_mode")
       ->capture_default_str()
       ->check(CLI::IsMember({"bounded", "prompt-end", "both"}));
+  cmd->add_option("--prompt-style", flags->prompt_style,
+                  "how questions are put to the model: chat (its chat template), completion "
+                  "(raw \"Question: ...\\nAnswer: <answer prefix>\" text, for base models) or "
+                  "auto (chat when the model has a chat template qevict knows); rows say which "
+                  "in prompt_style")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "chat", "completion"}));
   cmd->add_flag("--no-progress", flags->no_progress, "no progress bar on stderr");
   AddKvFlags(*cmd, flags->kv);
   return [flags] { return Eval(*flags); };

@@ -71,6 +71,10 @@ inline void CheckResult(std::string_view bytes, const TaskFileResult& r,
     for (const EvalTurn& turn : t.turns) {
       Require(!turn.question.empty() && ValidUtf8(turn.question), "bad question accepted");
       Require(!turn.require_all, "require_all set");
+      Require(ValidUtf8(turn.answer_prefix) &&
+                  static_cast<int64_t>(turn.answer_prefix.size()) <=
+                      limits.max_answer_prefix_bytes,
+              "bad answer_prefix accepted");
       Require(!turn.answers.empty() &&
                   static_cast<int64_t>(turn.answers.size()) <= limits.max_answers,
               "answer count outside [1, max_answers]");
@@ -101,6 +105,7 @@ inline int FuzzTaskFileBytes(const uint8_t* data, size_t size) {
   small.max_turns = 2;
   small.max_answers = 2;
   small.max_new_tokens = 64;
+  small.max_answer_prefix_bytes = 16;
   small.max_tasks = 3;
   small.max_line_bytes = 256;
   small.max_errors = 4;

@@ -1,6 +1,7 @@
 #include "eval/chat_turns.h"
 
-#include "tokenizer/chat_template.h"
+#include <utility>
+
 #include "util/error.h"
 
 namespace qevict {
@@ -14,10 +15,104 @@ std::string FirstUserMessage(const EvalTask& task) {
   return task.context + "\n\n" + task.turns.front().question;
 }
 
+// `before`, "Question: Q\nAnswer:" and the answer prefix, if any, after a space.
+std::string CompletionTurn(std::string before, const EvalTurn& turn) {
+  std::string text = std::move(before);
+  text += "Question: ";
+  text += turn.question;
+  text += "\nAnswer:";
+  if (!turn.answer_prefix.empty()) {
+    text += ' ';
+    text += turn.answer_prefix;
+  }
+  return text;
+}
+
+void CheckTask(const EvalTask& task) {
+  if (task.kind == TaskKind::kQuestions && task.turns.empty()) {
+    std::string message = "task ";  // appended, not "task " + id: GCC 12's -Wrestrict misfires
+    message += task.id;
+    message += " has no question";
+    throw Error(message);
+  }
+}
+
 }  // namespace
 
-TurnTokens BuildTurnTokens(const LoadedModel& model, const EvalTask& task) {
+const char* PromptStyleName(PromptStyle style) {
+  switch (style) {
+    case PromptStyle::kAuto: return "auto";
+    case PromptStyle::kChat: return "chat";
+    case PromptStyle::kCompletion: return "completion";
+  }
+  return "?";
+}
+
+PromptStyle ParsePromptStyle(std::string_view name) {
+  for (const PromptStyle s : {PromptStyle::kAuto, PromptStyle::kChat, PromptStyle::kCompletion}) {
+    if (name == PromptStyleName(s)) return s;
+  }
+  throw Error("unknown prompt style '" + std::string(name) + "' (expected auto, chat, completion)");
+}
+
+PromptStyle ResolvePromptStyle(const LoadedModel& model, PromptStyle requested) {
+  if (requested == PromptStyle::kAuto) {
+    return model.chat.has_value() ? PromptStyle::kChat : PromptStyle::kCompletion;
+  }
+  if (requested == PromptStyle::kChat && !model.chat.has_value()) {
+    throw Error(std::string("--prompt-style chat: ") +
+                (model.chat_template_source.empty()
+                     ? "the model has no chat template"
+                     : "the model's chat template is not one qevict knows (ChatML, Llama-3, "
+                       "Llama-2)") +
+                "; use --prompt-style completion");
+  }
+  return requested;
+}
+
+TurnTexts BuildTurnTexts(const EvalTask& task, PromptStyle style, const ChatTemplate* chat) {
+  CheckTask(task);
+  QEVICT_CHECK(task.kind != TaskKind::kPerplexity);
+  QEVICT_CHECK(style == PromptStyle::kChat || style == PromptStyle::kCompletion);
+  TurnTexts out;
+  if (style == PromptStyle::kCompletion) {
+    if (task.kind == TaskKind::kLongGen) {
+      out.first = task.context;
+      return out;
+    }
+    out.tails.push_back(CompletionTurn("", task.turns.front()));
+    out.first = task.context.empty() ? out.tails.back()
+                                     : task.context + "\n\n" + out.tails.back();
+    for (size_t t = 1; t < task.turns.size(); ++t) {
+      out.later.push_back(CompletionTurn("\n", task.turns[t]));
+      out.tails.push_back(out.later.back());
+    }
+    return out;
+  }
+  QEVICT_CHECK(chat != nullptr);
+  std::vector<ChatMessage> messages = {{"user", FirstUserMessage(task)}};
+  out.first = RenderChat(*chat, messages, /*add_generation_prompt=*/true);
+  if (task.kind != TaskKind::kQuestions) return out;
+  const size_t question = out.first.rfind(task.turns.front().question);
+  QEVICT_CHECK(question != std::string::npos);
+  out.tails.push_back(out.first.substr(question));
+  for (size_t t = 1; t < task.turns.size(); ++t) {
+    // What follows the previous answer: render the conversation with a sentinel answer and keep
+    // the text after it (it starts with the end-of-turn marker the answer did not include).
+    messages.push_back({"assistant", kSentinel});
+    messages.push_back({"user", task.turns[t].question});
+    const std::string text = RenderChat(*chat, messages, /*add_generation_prompt=*/true);
+    const size_t at = text.rfind(kSentinel);
+    QEVICT_CHECK(at != std::string::npos);
+    out.later.push_back(text.substr(at + sizeof(kSentinel) - 1));
+    out.tails.push_back(out.later.back());
+  }
+  return out;
+}
+
+TurnTokens BuildTurnTokens(const LoadedModel& model, const EvalTask& task, PromptStyle style) {
   TurnTokens out;
+  out.style = ResolvePromptStyle(model, style);
   const Tokenizer& tok = *model.tokenizer;
   if (task.kind == TaskKind::kPerplexity) {
     // Plain text, no template: the model continues prose.
@@ -28,36 +123,19 @@ TurnTokens BuildTurnTokens(const LoadedModel& model, const EvalTask& task) {
     }
     return out;
   }
-  if (task.kind == TaskKind::kQuestions && task.turns.empty()) {
-    throw Error("task " + task.id + " has no question");
+  const bool chat = out.style == PromptStyle::kChat;
+  TurnTexts texts = BuildTurnTexts(task, out.style, chat ? &*model.chat : nullptr);
+  if (chat) {
+    // Encoded as `qevict run --chat` encodes a conversation (the template writes BOS if any).
+    out.first = model.EncodeChat({{"user", FirstUserMessage(task)}}, /*add_generation_prompt=*/true);
+  } else {
+    out.first = model.EncodeRaw(texts.first);
   }
-  out.chat = model.chat.has_value();
-  if (!out.chat) {
-    if (task.kind == TaskKind::kLongGen) {
-      out.first = model.EncodeRaw(task.context);
-      return out;
-    }
-    out.first = model.EncodeRaw(task.context + "\n\nQuestion: " + task.turns.front().question +
-                                "\nAnswer:");
-    for (size_t t = 1; t < task.turns.size(); ++t) {
-      out.later.push_back(tok.Encode("\nQuestion: " + task.turns[t].question + "\nAnswer:",
-                                     /*add_bos=*/false, /*parse_special=*/false));
-    }
-    return out;
+  for (const std::string& later : texts.later) {
+    // Template markers are special tokens; a completion turn is plain text.
+    out.later.push_back(tok.Encode(later, /*add_bos=*/false, /*parse_special=*/chat));
   }
-  std::vector<ChatMessage> messages = {{"user", FirstUserMessage(task)}};
-  out.first = model.EncodeChat(messages, /*add_generation_prompt=*/true);
-  for (size_t t = 1; t < task.turns.size(); ++t) {
-    // What follows the previous answer: render the conversation with a sentinel answer and keep
-    // the text after it (it starts with the end-of-turn marker the answer did not include).
-    messages.push_back({"assistant", kSentinel});
-    messages.push_back({"user", task.turns[t].question});
-    const std::string text = RenderChat(*model.chat, messages, /*add_generation_prompt=*/true);
-    const size_t at = text.rfind(kSentinel);
-    QEVICT_CHECK(at != std::string::npos);
-    out.later.push_back(tok.Encode(std::string_view(text).substr(at + sizeof(kSentinel) - 1),
-                                   /*add_bos=*/false, /*parse_special=*/true));
-  }
+  out.tails = std::move(texts.tails);
   return out;
 }
 

@@ -102,6 +102,43 @@ TEST(EvalReportTest, GroupsAverageAndTableMarksInfeasible) {
   EXPECT_NE(md.find("| kivi | 0.25 (inf.) |"), std::string::npos) << md;
 }
 
+TEST(EvalReportTest, PromptStylesAreSeparateGroupsLabelledOnlyWhenMixed) {
+  auto styled = [](json row, const char* style) {
+    row["prompt_style"] = style;
+    return row;
+  };
+  // One style: no label anywhere, the style in each group.
+  const std::vector<json> completion = {styled(Row("niah", "full", 1.0, 1.0), "completion"),
+                                        styled(Row("niah", "qevict", 0.1, 0.5), "completion")};
+  const json one = SummaryGroups(completion);
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[0]["prompt_style"], "completion");
+  EXPECT_EQ(one[0]["task"], "niah");
+  const std::string md_one = MarkdownTable(one);
+  EXPECT_NE(md_one.find("### niah — accuracy"), std::string::npos) << md_one;
+  EXPECT_EQ(md_one.find("(completion)"), std::string::npos) << md_one;
+
+  // Mixed with chat rows (and rows from before the field, which were chat): the completion
+  // rows are their own groups and table, with their own full cache.
+  std::vector<json> mixed = {styled(Row("niah", "full", 1.0, 0.0), "chat"),
+                             Row("niah", "qevict", 0.1, 0.0)};
+  mixed.insert(mixed.end(), completion.begin(), completion.end());
+  const json groups = SummaryGroups(mixed);
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups[1]["prompt_style"], "chat");
+  EXPECT_EQ(groups[1]["n"], 1);
+  EXPECT_EQ(groups[3]["prompt_style"], "completion");
+  EXPECT_DOUBLE_EQ(groups[3]["accuracy"].get<double>(), 0.5);
+  const std::string md = MarkdownTable(groups);
+  const size_t chat_table = md.find("### niah — accuracy");
+  const size_t completion_table = md.find("### niah (completion) — accuracy");
+  ASSERT_NE(chat_table, std::string::npos) << md;
+  ASSERT_NE(completion_table, std::string::npos) << md;
+  EXPECT_NE(md.find("| full (n=1) | 0.00 |", chat_table), std::string::npos) << md;
+  EXPECT_NE(md.find("| full (n=1) | 1.00 |", completion_table), std::string::npos) << md;
+  EXPECT_NE(md.find("| qevict | 0.50 |", completion_table), std::string::npos) << md;
+}
+
 TEST(ProgressBarTest, FormatsDurations) {
   EXPECT_EQ(FormatDuration(12.2), "12s");
   EXPECT_EQ(FormatDuration(245), "4m05s");

@@ -1,5 +1,6 @@
 #include "eval/eval_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -49,6 +50,27 @@ std::string PolicyLabel(const json& row) {
   return row.value("prefill_mode", "") == "prompt-end" ? policy + " (prompt-end)" : policy;
 }
 
+// A row's prompt style ("chat" for rows written before styles existed).
+std::string PromptStyleOf(const json& row) {
+  const std::string style = row.value("prompt_style", "");
+  return style.empty() ? "chat" : style;
+}
+
+// Rows of different prompt styles are separate groups. One run has one style, said above its
+// tables; only when the rows mix styles do the completion ones carry it in their task's label,
+// "niah (completion)", so that each style's rows are compared with its own full cache.
+std::string TaskLabel(const json& group, bool mixed_styles) {
+  const std::string task = group.value("task", "");
+  const std::string style = group.value("prompt_style", "chat");
+  return mixed_styles && style != "chat" ? task + " (" + style + ")" : task;
+}
+
+bool MixedStyles(const json& groups) {
+  std::set<std::string> styles;
+  for (const json& g : groups) styles.insert(g.value("prompt_style", "chat"));
+  return styles.size() > 1;
+}
+
 json SummaryGroups(const std::vector<json>& rows) {
   struct Group {
     json key;
@@ -59,13 +81,14 @@ json SummaryGroups(const std::vector<json>& rows) {
   std::map<std::string, size_t> index;
   for (const json& row : rows) {
     const std::string label = PolicyLabel(row);
-    const std::string key = row.value("task", "") + "\x1f" + label + "\x1f" +
+    const std::string style = PromptStyleOf(row);
+    const std::string key = row.value("task", "") + "\x1f" + style + "\x1f" + label + "\x1f" +
                             Format(row.value("budget", 0.0), 4);
     auto [it, fresh] = index.emplace(key, groups.size());
     if (fresh) {
       Group g;
       g.key = {{"task", row["task"]}, {"policy", label}, {"budget", row["budget"]},
-               {"prefill_mode", row.value("prefill_mode", "")}};
+               {"prefill_mode", row.value("prefill_mode", "")}, {"prompt_style", style}};
       groups.push_back(std::move(g));
     }
     Group& g = groups[it->second];
@@ -100,8 +123,9 @@ std::string MarkdownTable(const json& groups) {
   auto key = [](const std::string& t, const std::string& p, double b) {
     return t + "|" + p + "|" + Format(b, 4);
   };
+  const bool mixed = MixedStyles(groups);
   for (const json& g : groups) {
-    const std::string task = g["task"], policy = g["policy"];
+    const std::string task = TaskLabel(g, mixed), policy = g["policy"];
     if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
     if (std::find(policies.begin(), policies.end(), policy) == policies.end()) {
       policies.push_back(policy);
@@ -114,7 +138,7 @@ std::string MarkdownTable(const json& groups) {
   for (const std::string& task : tasks) {
     const json* full = cell.count(key(task, "full", 1.0)) ? cell[key(task, "full", 1.0)] : nullptr;
     const bool ppl = full != nullptr && (*full)["kl"].is_number();
-    const bool longgen = task == "longgen";
+    const bool longgen = task == "longgen" || task.starts_with("longgen (");
     const char* metric = ppl ? "kl" : longgen ? "edit_similarity" : "accuracy";
     md += "### " + task + " — " +
           (ppl ? std::string("mean KL to the full cache (lower is better)")

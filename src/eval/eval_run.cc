@@ -60,6 +60,14 @@ std::vector<EvalTask> Generate(const EvalOptions& o, const LoadedModel& model) {
   return tasks;
 }
 
+// The line above the tables: how the questions were put to the model.
+std::string PromptStyleLine(PromptStyle style) {
+  return style == PromptStyle::kChat
+             ? "Prompt style: chat (the model's chat template).\n\n"
+             : "Prompt style: completion (raw text, \"Question: ...\\nAnswer:\" and the answer "
+               "prefix).\n\n";
+}
+
 std::string IsoNow() {
   const std::time_t now = std::time(nullptr);
   char buf[32];
@@ -80,6 +88,8 @@ int RunEval(const EvalOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const std::string started = IsoNow();
   LoadedModel model = LoadedModel::Load(o.model_path);
+  EvalSettings settings = o.settings;
+  settings.prompt_style = ResolvePromptStyle(model, o.settings.prompt_style);
 
   std::vector<EvalTask> tasks;
   int file_errors = 0;
@@ -102,7 +112,7 @@ int RunEval(const EvalOptions& o) {
   std::vector<int64_t> sizes;
   json skipped = json::array();
   for (EvalTask& t : tasks) {
-    const int64_t need = InstanceTokens(model, t);
+    const int64_t need = InstanceTokens(model, t, settings.prompt_style);
     if (need > context) {
       const std::string why = "needs " + std::to_string(need) + " tokens, more than the context of " +
                               std::to_string(context);
@@ -114,7 +124,6 @@ int RunEval(const EvalOptions& o) {
     runnable.push_back(std::move(t));
   }
 
-  EvalSettings settings = o.settings;
   int64_t compressed_rows = 0;  // per prefill mode
   for (const std::string& p : settings.policies) {
     if (p != "full") compressed_rows += static_cast<int64_t>(settings.budgets.size());
@@ -144,8 +153,10 @@ int RunEval(const EvalOptions& o) {
   const std::string rows_path = o.out_dir + "/rows.jsonl";
   std::ofstream rows_out(rows_path, std::ios::trunc);
   if (!rows_out) throw Error("cannot write '" + rows_path + "'");
-  std::fprintf(stderr, "qevict eval: %zu task instances x %lld rows each -> %s\n",
-               runnable.size(), static_cast<long long>(rows_per_instance), o.out_dir.c_str());
+  const char* style = PromptStyleName(settings.prompt_style);
+  std::fprintf(stderr, "qevict eval: %zu task instances x %lld rows each, %s prompts -> %s\n",
+               runnable.size(), static_cast<long long>(rows_per_instance), style,
+               o.out_dir.c_str());
 
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::HardwareThreads());
   ProgressBar progress(total_work, o.progress);
@@ -189,6 +200,7 @@ int RunEval(const EvalOptions& o) {
                   {"policies", settings.policies},
                   {"budgets", settings.budgets},
                   {"shadow", settings.shadow},
+                  {"prompt_style", style},
                   {"prefill_modes", settings.bounded && settings.prompt_end
                                         ? json::array({"bounded", "prompt-end"})
                                     : settings.bounded ? json::array({"bounded"})
@@ -203,9 +215,10 @@ int RunEval(const EvalOptions& o) {
                   {"groups", groups}};
   std::ofstream(o.out_dir + "/summary.json", std::ios::trunc) << summary.dump(1) << '\n';
   const std::string table = MarkdownTable(groups);
+  const std::string header = PromptStyleLine(settings.prompt_style);
   std::ofstream(o.out_dir + "/table.md", std::ios::trunc)
-      << "<!-- " << o.command_line << " -->\n\n" << table;
-  std::printf("%s", table.c_str());
+      << "<!-- " << o.command_line << " -->\n\n" << header << table;
+  std::printf("%s%s", header.c_str(), table.c_str());
   std::printf("rows: %s  summary: %s/summary.json  table: %s/table.md\n"
               "pictures: .venv/bin/python scripts/plot_eval.py %s\n",
               rows_path.c_str(), o.out_dir.c_str(), o.out_dir.c_str(), o.out_dir.c_str());

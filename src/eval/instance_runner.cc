@@ -163,6 +163,7 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
   row["budget"] = budget;
   row["target_tokens"] = task.target_tokens;
   row["depth"] = task.depth >= 0.0 ? json(task.depth) : json(nullptr);
+  row["prompt_style"] = PromptStyleName(turns.style);
   row["prompt_tokens"] = turns.first.size();
   row["total_tokens"] = run.stats.tokens_seen;
   const RunOutput& ref = full != nullptr ? *full : run;
@@ -192,7 +193,9 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
         const std::string text = model.tokenizer->Decode(run.turn_tokens[t]);
         const bool ok = TurnCorrect(text, task.turns[t]);
         correct += ok;
-        turn_rows.push_back({{"question", task.turns[t].question}, {"output", text},
+        turn_rows.push_back({{"question", task.turns[t].question},
+                             {"prompt_tail", turns.tails[t]},
+                             {"output", text},
                              {"correct", ok}});
       }
       accuracy = static_cast<double>(correct) / static_cast<double>(task.turns.size());
@@ -236,14 +239,14 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
 
 }  // namespace
 
-int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task) {
-  const TurnTokens turns = BuildTurnTokens(model, task);
+int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task, PromptStyle style) {
+  const TurnTokens turns = BuildTurnTokens(model, task, style);
   return static_cast<int64_t>(turns.first.size()) + ExtraTokens(task, turns);
 }
 
 void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings& settings,
                  const EvalTask& task, const std::function<void(json)>& on_row) {
-  const TurnTokens turns = BuildTurnTokens(model, task);
+  const TurnTokens turns = BuildTurnTokens(model, task, settings.prompt_style);
   const int64_t extra = ExtraTokens(task, turns);
   const int64_t prompt = static_cast<int64_t>(turns.first.size());
   const int64_t context = model.model->config().context_length;

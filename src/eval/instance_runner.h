@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/loaded_model.h"
+#include "eval/chat_turns.h"
 #include "eval/task.h"
 #include "kv/kv_config.h"
 #include "util/thread_pool.h"
@@ -38,11 +39,15 @@ struct EvalSettings {
   // Appended to every row's policy name as "name[tag]" (ablation runs whose rows are merged
   // with a main run's, e.g. a run with --kv-bits 4); "" for none.
   std::string tag;
+  // How questions are put to the model (eval/chat_turns.h); rows say which in "prompt_style".
+  // kAuto is resolved per model (ResolvePromptStyle).
+  PromptStyle prompt_style = PromptStyle::kAuto;
 };
 
 // Tokens an instance needs in its session (prompt + every later turn + generations): what the
 // model's context must hold. Throws qevict::Error for a task that cannot be run.
-int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task);
+int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task,
+                       PromptStyle style = PromptStyle::kAuto);
 
 // Runs every row of the instance and hands each to on_row as soon as it is done. Rows follow
 // the schema of docs/evaluation.md (see eval/eval_run.cc for the key list). Throws

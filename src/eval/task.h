@@ -24,15 +24,20 @@ struct EvalTurn {
   // (case-insensitive, whitespace normalized), or, with require_all, when all of them do.
   std::vector<std::string> answers;
   bool require_all = false;
+  // Completion-style prompts only (eval/chat_turns.h, PromptStyle::kCompletion): the start of
+  // the answer the prompt ends with, which the model continues ("The special magic number for
+  // KEY is"); "" for none. Chat-style prompts ignore it. ({}: turns written {question, answers}
+  // may leave it out without -Wmissing-field-initializers.)
+  std::string answer_prefix{};
 };
 
 struct EvalTask {
   std::string task;  // generator name ("niah", ...) or "file" for --tasks
   std::string id;    // unique within a run
   TaskKind kind = TaskKind::kQuestions;
-  // kQuestions: the text before the first question (the first user message is context, a blank
-  // line, then turns[0].question). kLongGen: the whole prompt. kPerplexity: the conditioning
-  // prefix fed as the prompt.
+  // kQuestions: the text before the first question (the first prompt is context, a blank line,
+  // then turns[0].question: eval/chat_turns.h). kLongGen: the whole prompt. kPerplexity: the
+  // conditioning prefix fed as the prompt.
   std::string context;
   std::vector<EvalTurn> turns;  // kQuestions: at least one
   std::string scored_text;      // kPerplexity: the continuation that is teacher-forced and scored

@@ -22,7 +22,7 @@ EvalTask GenerateDrift(const TaskInstance& instance, TaskResources& resources) {
   task.kind = TaskKind::kQuestions;
   task.context =
       BuildNeedleContext(instance, resources, resources.prose(), kNiahInstruction, needles);
-  for (int i : kAskOrder) task.turns.push_back(EvalTurn{NiahQuestion(keys[i]), {values[i]}, false});
+  for (int i : kAskOrder) task.turns.push_back(NiahTurn(keys[i], values[i]));
   task.max_new_tokens = 40;
   task.target_tokens = instance.length;
   task.depth = -1.0;

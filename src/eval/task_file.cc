@@ -127,7 +127,9 @@ std::string JsonErrorMessage(size_t position, const std::string& last_token, con
   return "invalid JSON at byte " + std::to_string(position) + ": " + reason;
 }
 
-enum class Field { kNone, kId, kContext, kTurns, kMaxNewTokens, kQuestion, kAnswers };
+enum class Field {
+  kNone, kId, kContext, kTurns, kMaxNewTokens, kQuestion, kAnswers, kAnswerPrefix
+};
 enum class Scope { kTask, kTurns, kTurn, kAnswers };
 enum class Kind { kString, kInteger, kObject, kArray, kNumber, kBool, kNull, kBinary };
 
@@ -199,6 +201,14 @@ class TaskLineHandler final : public json::json_sax_t {
         if (value.empty()) return Fail(Path() + ": must not be empty");
         task_.turns.back().question = std::move(value);
         return true;
+      case Field::kAnswerPrefix:
+        if (static_cast<int64_t>(value.size()) > limits_.max_answer_prefix_bytes) {
+          return Fail(Path() + ": " + std::to_string(value.size()) +
+                      " bytes, over the limit of " +
+                      std::to_string(limits_.max_answer_prefix_bytes));
+        }
+        task_.turns.back().answer_prefix = std::move(value);
+        return true;
       default:
         return Fail(Path() + ": unexpected string");  // unreachable: Expect checked the place
     }
@@ -233,8 +243,9 @@ class TaskLineHandler final : public json::json_sax_t {
         {"context", Field::kContext},
         {"turns", Field::kTurns},
         {"max_new_tokens", Field::kMaxNewTokens}};
-    static constexpr KeyField kTurnKeys[] = {
-        {"question", Field::kQuestion}, {"answers", Field::kAnswers}};
+    static constexpr KeyField kTurnKeys[] = {{"question", Field::kQuestion},
+                                             {"answers", Field::kAnswers},
+                                             {"answer_prefix", Field::kAnswerPrefix}};
     const std::string where = in_task ? "" : TurnPath() + ": ";
     unsigned& seen = in_task ? seen_ : turn_seen_;
     unsigned bit = 1;
@@ -251,7 +262,7 @@ class TaskLineHandler final : public json::json_sax_t {
     }
     return Fail(where + "unknown key " + Quote(name) +
                 (in_task ? " (expected id, context, turns, max_new_tokens)"
-                         : " (expected question, answers)"));
+                         : " (expected question, answers, answer_prefix)"));
   }
 
   bool end_object() override {
@@ -309,7 +320,12 @@ class TaskLineHandler final : public json::json_sax_t {
       case Scope::kTurns: return "turns[" + std::to_string(task_.turns.size()) + "]";
       case Scope::kAnswers:
         return TurnPath() + ".answers[" + std::to_string(task_.turns.back().answers.size()) + "]";
-      case Scope::kTurn: return TurnPath() + (field_ == Field::kQuestion ? ".question" : ".answers");
+      case Scope::kTurn:
+        switch (field_) {
+          case Field::kQuestion: return TurnPath() + ".question";
+          case Field::kAnswerPrefix: return TurnPath() + ".answer_prefix";
+          default: return TurnPath() + ".answers";
+        }
       case Scope::kTask: break;
     }
     switch (field_) {
@@ -325,7 +341,7 @@ class TaskLineHandler final : public json::json_sax_t {
     switch (scope_.back()) {
       case Scope::kTurns: return Kind::kObject;
       case Scope::kAnswers: return Kind::kString;
-      case Scope::kTurn: return field_ == Field::kQuestion ? Kind::kString : Kind::kArray;
+      case Scope::kTurn: return field_ == Field::kAnswers ? Kind::kArray : Kind::kString;
       case Scope::kTask: break;
     }
     switch (field_) {
@@ -371,7 +387,7 @@ class TaskLineHandler final : public json::json_sax_t {
   std::vector<Scope> scope_;  // at most 4 deep: task, turns, turn, answers
   Field field_ = Field::kNone;
   unsigned seen_ = 0;       // bits: id, context, turns, max_new_tokens
-  unsigned turn_seen_ = 0;  // bits: question, answers
+  unsigned turn_seen_ = 0;  // bits: question, answers, answer_prefix
   std::string schema_error_;
   std::string json_error_;
 };

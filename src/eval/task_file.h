@@ -1,6 +1,7 @@
 // User task files for `qevict eval --tasks FILE.jsonl` (../shared/docs/evaluation.md): one JSON
 // object per line,
-//   {"id": "...", "context": "...", "turns": [{"question": "...", "answers": ["..."]}, ...],
+//   {"id": "...", "context": "...",
+//    "turns": [{"question": "...", "answers": ["..."], "answer_prefix": "..."}, ...],
 //    "max_new_tokens": 32}
 // parsed into EvalTasks (task "file", kind kQuestions). The file is untrusted input
 // (docs/security.md): a malformed line becomes a TaskFileError with its line number and is
@@ -33,6 +34,7 @@ struct TaskFileLimits {
   int max_turns = 64;       // per task
   int max_answers = 64;     // per turn
   int max_new_tokens = 4096;
+  int64_t max_answer_prefix_bytes = 1000;  // per turn
   int64_t max_tasks = 100000;  // the line that would add one more is an error; parsing stops
   // Errors listed one by one; the ones after that are counted in one last error.
   int64_t max_errors = 1000;
@@ -46,8 +48,9 @@ inline constexpr size_t kTaskIdMaxBytes = 200;
 // an object, has an unknown or repeated key, misses id / context / turns, has a field of the
 // wrong type or out of its limits (id: non-empty string of at most kTaskIdMaxBytes bytes, no
 // control characters; context: string, may be empty; turns: 1..max_turns objects of a non-empty
-// "question" string and 1..max_answers "answers" strings, each with something other than
-// whitespace (a blank answer could never match); max_new_tokens: optional integer in
+// "question" string, 1..max_answers "answers" strings, each with something other than
+// whitespace (a blank answer could never match), and an optional "answer_prefix" string of at
+// most max_answer_prefix_bytes bytes ("" or absent: none); max_new_tokens: optional integer in
 // [1, max_new_tokens], default 32), or repeats the id of an earlier accepted task.
 // Never throws for bad content.
 TaskFileResult ParseTaskFile(std::string_view bytes, const TaskFileLimits& limits = {});

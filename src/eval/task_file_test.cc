@@ -73,6 +73,8 @@ void CheckInvariants(std::string_view bytes, const TaskFileResult& r,
       EXPECT_FALSE(turn.question.empty());
       EXPECT_TRUE(ValidUtf8(turn.question));
       EXPECT_FALSE(turn.require_all);
+      EXPECT_TRUE(ValidUtf8(turn.answer_prefix));
+      EXPECT_LE(static_cast<int64_t>(turn.answer_prefix.size()), limits.max_answer_prefix_bytes);
       ASSERT_FALSE(turn.answers.empty());
       EXPECT_LE(static_cast<int>(turn.answers.size()), limits.max_answers);
       for (const std::string& a : turn.answers) {
@@ -120,6 +122,7 @@ TEST(TaskFileTest, GoodFixture) {
   EXPECT_EQ(r.tasks[0].max_new_tokens, 32);
   ASSERT_EQ(r.tasks[0].turns.size(), 1u);
   EXPECT_EQ(r.tasks[0].turns[0].answers, std::vector<std::string>{"Brenvale"});
+  EXPECT_EQ(r.tasks[0].turns[0].answer_prefix, "The capital of Quillmoor is");
 
   const EvalTask& drift = r.tasks[1];
   EXPECT_EQ(drift.id, "drift-two");
@@ -130,6 +133,7 @@ TEST(TaskFileTest, GoodFixture) {
   EXPECT_EQ(drift.turns[1].question, "What is the special magic number for river?");
   EXPECT_EQ(drift.turns[1].answers, (std::vector<std::string>{"7730", "7,730"}));
   EXPECT_FALSE(drift.turns[2].require_all);
+  EXPECT_EQ(drift.turns[2].answer_prefix, "");  // none given
 
   EXPECT_EQ(r.tasks[2].id, "caf\xc3\xa9-unicode");
   EXPECT_EQ(r.tasks[2].context,
@@ -158,6 +162,8 @@ TEST(TaskFileTest, MalformedFixtureReportsEachLineAndKeepsTheGoodOnes) {
       {14, "turns: more than 64 turns"},
       {16, "turns[0].question: must not be empty"},
       {17, "max_new_tokens: expected an integer"},
+      {18, "turns[0].answer_prefix: expected a string, got an array"},
+      {19, "turns[0].answer_prefix: 1121 bytes, over the limit of 1000"},
   };
   ASSERT_EQ(r.errors.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -291,7 +297,7 @@ TEST(TaskFileTest, UnknownAndDuplicateKeys) {
   ExpectLineError(R"({"id": "x", "context": "c", "turns": )" + t + R"(, "max_tokens": 5})",
                   "unknown key \"max_tokens\" (expected id, context, turns, max_new_tokens)");
   ExpectLineError(R"({"id": "x", "context": "c", "turns": [{"question": "q", "answer": ["a"]}]})",
-                  "turns[0]: unknown key \"answer\" (expected question, answers)");
+                  "turns[0]: unknown key \"answer\" (expected question, answers, answer_prefix)");
   ExpectLineError(
       R"({"id": "x", "context": "c", "turns": [{"question": "q", "answers": ["a"], "require_all": true}]})",
       "turns[0]: unknown key \"require_all\"");
@@ -411,6 +417,63 @@ TEST(TaskFileTest, MaxNewTokensRange) {
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_NE(r.errors[0].message.find("outside [1, 8]"), std::string::npos);
   EXPECT_EQ(r.tasks.size(), 1u);
+}
+
+TEST(TaskFileTest, AnswerPrefix) {
+  const std::string head =
+      R"({"id": "x", "context": "c", "turns": [{"question": "q", "answers": ["a"], )";
+  // Per turn, optional, in any key order; "" is the same as none.
+  const TaskFileResult r = Parse(
+      R"({"id": "x", "context": "c", "turns": [{"answer_prefix": "The code is", "question": "q",)"
+      R"( "answers": ["a"]}, {"question": "r", "answers": ["b"]},)"
+      R"( {"question": "s", "answers": ["c"], "answer_prefix": ""},)"
+      R"( {"question": "t", "answers": ["d"], "answer_prefix": "Caf\u00e9 \"X\" is\nthe"}]})");
+  ASSERT_EQ(r.tasks.size(), 1u) << r.errors.at(0).message;
+  ASSERT_EQ(r.tasks[0].turns.size(), 4u);
+  EXPECT_EQ(r.tasks[0].turns[0].answer_prefix, "The code is");
+  EXPECT_EQ(r.tasks[0].turns[0].question, "q");
+  EXPECT_EQ(r.tasks[0].turns[1].answer_prefix, "");
+  EXPECT_EQ(r.tasks[0].turns[2].answer_prefix, "");
+  EXPECT_EQ(r.tasks[0].turns[3].answer_prefix, "Caf\xc3\xa9 \"X\" is\nthe");
+  // Wrong types.
+  ExpectLineError(head + R"("answer_prefix": 5}]})",
+                  "turns[0].answer_prefix: expected a string, got an integer");
+  ExpectLineError(head + R"("answer_prefix": null}]})",
+                  "turns[0].answer_prefix: expected a string, got null");
+  ExpectLineError(head + R"("answer_prefix": ["The code is"]}]})",
+                  "turns[0].answer_prefix: expected a string, got an array");
+  ExpectLineError(head + R"("answer_prefix": {"text": "x"}}]})",
+                  "turns[0].answer_prefix: expected a string, got an object");
+  ExpectLineError(head + R"("answer_prefix": true}]})",
+                  "turns[0].answer_prefix: expected a string, got a boolean");
+  // Repeated, misplaced, invalid UTF-8.
+  ExpectLineError(head + R"("answer_prefix": "a", "answer_prefix": "b"}]})",
+                  "turns[0]: duplicate key \"answer_prefix\"");
+  ExpectLineError(R"({"id": "x", "context": "c", "answer_prefix": "a", "turns": [{"question": "q", "answers": ["a"]}]})",
+                  "unknown key \"answer_prefix\" (expected id, context, turns, max_new_tokens)");
+  ExpectLineError(head + "\"answer_prefix\": \"caf\xe9\"}]}", "invalid UTF-8");
+  // Over-long: the limit is in bytes (UTF-8), and a small limit is honoured.
+  EXPECT_EQ(Parse(head + R"("answer_prefix": ")" + std::string(1000, 'p') + "\"}]}")
+                .tasks.at(0)
+                .turns[0]
+                .answer_prefix.size(),
+            1000u);
+  ExpectLineError(head + R"("answer_prefix": ")" + std::string(1001, 'p') + "\"}]}",
+                  "turns[0].answer_prefix: 1001 bytes, over the limit of 1000");
+  std::string accents;
+  for (int i = 0; i < 501; ++i) accents += "\xc3\xa9";
+  ExpectLineError(head + R"("answer_prefix": ")" + accents + "\"}]}",
+                  "turns[0].answer_prefix: 1002 bytes, over the limit of 1000");
+  TaskFileLimits limits;
+  limits.max_answer_prefix_bytes = 4;
+  const TaskFileResult small = Parse(head + R"("answer_prefix": "abcd"}]})" "\n" +
+                                         R"({"id": "y", "context": "c", "turns": [{"question": "q", "answers": ["a"]},)"
+                                         R"( {"question": "q", "answers": ["a"], "answer_prefix": "abcde"}]})",
+                                     limits);
+  ASSERT_EQ(small.tasks.size(), 1u);
+  ASSERT_EQ(small.errors.size(), 1u);
+  EXPECT_EQ(small.errors[0].line, 2);
+  EXPECT_EQ(small.errors[0].message, "turns[1].answer_prefix: 5 bytes, over the limit of 4");
 }
 
 TEST(TaskFileTest, TurnAndAnswerLimits) {

@@ -284,6 +284,33 @@ TEST(TaskGeneratorsTest, AnswersAppearInContext) {
   }
 }
 
+// Every question has an answer prefix for completion-style prompts, which the needle it asks
+// about continues: the prefix, a space and the answer are in the context (vt: the prefix names
+// the asked value).
+TEST(TaskGeneratorsTest, AnswerPrefixesLeadIntoTheAnswer) {
+  std::set<std::string> tasks_seen;
+  for (const EvalTask& t : GenerateTasks(AllTasksGrid(), kFake)) {
+    for (const EvalTurn& turn : t.turns) {
+      SCOPED_TRACE(t.id + ": " + turn.answer_prefix);
+      tasks_seen.insert(t.task);
+      ASSERT_FALSE(turn.answer_prefix.empty());
+      EXPECT_FALSE(std::isspace(static_cast<unsigned char>(turn.answer_prefix.back())));
+      if (t.task == "vt") {
+        const std::string value = turn.question.substr(turn.question.find("value ") + 6, 5);
+        EXPECT_EQ(turn.answer_prefix, "The variables assigned the value " + value + " are");
+        continue;
+      }
+      EXPECT_EQ(Occurrences(t.context, turn.answer_prefix + " " + turn.answers.at(0)), 1u);
+      if (t.task == "passkey") {
+        EXPECT_EQ(turn.answer_prefix, "The pass key is");
+      } else {
+        EXPECT_EQ(turn.answer_prefix, "The special magic number for " + KeyOf(turn.question) + " is");
+      }
+    }
+  }
+  EXPECT_EQ(tasks_seen, (std::set<std::string>{"passkey", "niah", "multikey", "vt", "drift"}));
+}
+
 TEST(TaskGeneratorsTest, DriftAsksThreeDifferentNeedlesMiddleFirst) {
   TaskGrid grid;
   grid.tasks = {"drift"};

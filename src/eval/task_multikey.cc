@@ -22,7 +22,7 @@ EvalTask GenerateMultikey(const TaskInstance& instance, TaskResources& resources
   task.kind = TaskKind::kQuestions;
   task.context =
       BuildNeedleContext(instance, resources, resources.prose(), kNiahInstruction, needles);
-  task.turns.push_back(EvalTurn{NiahQuestion(keys[0]), {values[0]}, false});  // needle 0 asked
+  task.turns.push_back(NiahTurn(keys[0], values[0]));  // needle 0 asked
   task.max_new_tokens = 40;
   task.target_tokens = instance.length;
   task.depth = instance.depth;

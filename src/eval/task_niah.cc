@@ -14,7 +14,7 @@ EvalTask GenerateNiah(const TaskInstance& instance, TaskResources& resources) {
   task.kind = TaskKind::kQuestions;
   task.context = BuildNeedleContext(instance, resources, resources.prose(), kNiahInstruction,
                                     {Needle{NiahNeedle(key, value), instance.depth}});
-  task.turns.push_back(EvalTurn{NiahQuestion(key), {value}, false});
+  task.turns.push_back(NiahTurn(key, value));
   task.max_new_tokens = 40;
   task.target_tokens = instance.length;
   task.depth = instance.depth;

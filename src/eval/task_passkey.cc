@@ -18,8 +18,11 @@ EvalTask GeneratePasskey(const TaskInstance& instance, TaskResources& resources)
       "There is an important piece of information hidden inside a lot of irrelevant text. Find "
       "it and memorize it. I will quiz you about it afterwards.",
       {Needle{needle, instance.depth}});
-  task.turns.push_back(
-      EvalTurn{"What is the pass key? Answer with the number only.", {key}, false});
+  EvalTurn turn;
+  turn.question = "What is the pass key? Answer with the number only.";
+  turn.answers = {key};
+  turn.answer_prefix = "The pass key is";
+  task.turns.push_back(std::move(turn));
   task.max_new_tokens = 32;
   task.target_tokens = instance.length;
   task.depth = instance.depth;

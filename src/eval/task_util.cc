@@ -181,6 +181,14 @@ std::string NiahQuestion(const std::string& key) {
          " mentioned in the text? Answer with the number only.";
 }
 
+EvalTurn NiahTurn(const std::string& key, const std::string& value) {
+  EvalTurn turn;
+  turn.question = NiahQuestion(key);
+  turn.answers = {value};
+  turn.answer_prefix = "The special magic number for " + key + " is";
+  return turn;
+}
+
 std::string BuildNeedleContext(const TaskInstance& instance, TaskResources& resources,
                                const Haystack& haystack, std::string_view instruction,
                                const std::vector<Needle>& needles) {

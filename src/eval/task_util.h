@@ -108,6 +108,9 @@ inline constexpr std::string_view kNiahInstruction =
     "them. I will quiz you about the numbers afterwards.";
 std::string NiahNeedle(const std::string& key, const std::string& value);
 std::string NiahQuestion(const std::string& key);
+// The turn of NiahQuestion(key), answered with `value`, with its completion-style answer prefix
+// ("The special magic number for KEY is").
+EvalTurn NiahTurn(const std::string& key, const std::string& value);
 
 // A question-task context of about instance.length tokens: an instruction paragraph, then the
 // haystack with the needles inserted at their depths (fractions of the text after the

@@ -43,6 +43,7 @@ EvalTask GenerateVt(const TaskInstance& instance, TaskResources& resources) {
   turn.question = "Which variables are assigned the value " + values[0] + "? List all of them.";
   turn.answers.assign(names.begin(), names.begin() + kChain);
   turn.require_all = true;
+  turn.answer_prefix = "The variables assigned the value " + values[0] + " are";
   task.turns.push_back(std::move(turn));
   task.max_new_tokens = 64;
   task.target_tokens = instance.length;
