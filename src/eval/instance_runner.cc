@@ -97,15 +97,29 @@ class Runner {
 };
 
 // Greedy generation until end of generation or max_new tokens; every kept token is decoded so
-// the next turn follows it. Returns the generated tokens.
+// the next turn follows it. In completion style (base models, which do not stop on their own) a
+// line break after the first non-blank text also ends the answer, as the line that completes
+// "Answer: <prefix>" is the answer; the break is kept. Returns the generated tokens.
 std::vector<int32_t> Greedy(Runner& runner, const Tokenizer& tokenizer,
-                            std::span<const float>& logits, int max_new) {
+                            std::span<const float>& logits, int max_new, bool stop_at_line_end) {
   std::vector<int32_t> tokens;
+  bool seen_text = false;
   for (int i = 0; i < max_new; ++i) {
     const int32_t token = Sampler::Argmax(logits);
     if (tokenizer.IsEndOfGeneration(token)) break;
     tokens.push_back(token);
     logits = runner.Step(token);
+    if (!stop_at_line_end) continue;
+    bool line_ended = false;
+    for (const char ch : tokenizer.TokenToPiece(token)) {
+      if (ch == '\n') {
+        line_ended = seen_text;
+        if (line_ended) break;
+      } else if (ch != ' ' && ch != '\t' && ch != '\r') {
+        seen_text = true;
+      }
+    }
+    if (line_ended) break;
   }
   return tokens;
 }
@@ -116,6 +130,8 @@ RunOutput RunOne(const LoadedModel& model, Session& session, Session* shadow,
   RunOutput out;
   Runner runner(session, shadow, settings.fmm_horizon);
   std::span<const float> logits = prefix_logits;
+  const bool completion =
+      turns.style == PromptStyle::kCompletion && task.kind == TaskKind::kQuestions;
   if (task.kind == TaskKind::kPerplexity) {
     const size_t n = turns.scored.size();
     int top1_same = 0;
@@ -139,11 +155,13 @@ RunOutput RunOne(const LoadedModel& model, Session& session, Session* shadow,
     out.kl /= static_cast<double>(n);
     out.top1 = static_cast<double>(top1_same) / static_cast<double>(n);
   } else if (task.kind == TaskKind::kLongGen) {
-    out.turn_tokens.push_back(Greedy(runner, *model.tokenizer, logits, task.max_new_tokens));
+    out.turn_tokens.push_back(Greedy(runner, *model.tokenizer, logits, task.max_new_tokens,
+                                            completion));
   } else {
     for (size_t t = 0; t < task.turns.size(); ++t) {
       if (t > 0) logits = runner.Prompt(turns.later[t - 1]);
-      out.turn_tokens.push_back(Greedy(runner, *model.tokenizer, logits, task.max_new_tokens));
+      out.turn_tokens.push_back(Greedy(runner, *model.tokenizer, logits, task.max_new_tokens,
+                                            completion));
     }
   }
   out.stats = session.cache().Stats();
