@@ -320,15 +320,52 @@ def describe_gguf(path: Path) -> tuple[list[tuple[str, str]], list[tuple[str, li
     return kv, tensors
 
 
-def with_key(src: Path, dst: Path, key: str, value: int) -> None:
-    """Copies a GGUF adding one uint32 metadata key (gguf-py's own copy routine)."""
+def with_key(src: Path, dst: Path, key: str, value, value_type=None, drop_tensor: str = "") -> None:
+    """Copies a GGUF setting one metadata key (uint32 unless value_type says otherwise) and
+    optionally leaving out one tensor (gguf-py's own reader and writer)."""
     import gguf
     from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+    value_type = value_type or gguf.GGUFValueType.UINT32
     reader = gguf.GGUFReader(str(src), "r")
     arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
     writer = gguf.GGUFWriter(str(dst), arch=arch, endianess=reader.endianess)
-    copy_with_new_metadata(reader, writer,
-                           {key: MetadataDetails(gguf.GGUFValueType.UINT32, int(value))}, [])
+    if drop_tensor:
+        reader.tensors = [t for t in reader.tensors if t.name != drop_tensor]
+    details = MetadataDetails(value_type, value,
+                              sub_type=gguf.GGUFValueType.BOOL if isinstance(value, list) else None)
+    copy_with_new_metadata(reader, writer, {key: details} if key else {}, [])
+
+
+# Valid GGUF files that describe a broken model of the new families (docs/security.md, class 7):
+# the loader must refuse each with a message naming the problem. Written next to the goldens'
+# GGUFs into tests/fixtures/gguf/arch/ with expected.txt (tests/cli_errors_test.sh reads it).
+def malformed_fixtures() -> None:
+    import gguf
+    out = Path("tests/fixtures/gguf/arch")
+    out.mkdir(parents=True, exist_ok=True)
+    F = gguf.GGUFValueType
+    cases = [
+        ("gemma3_pattern_wrong_length.gguf", "gemma3", "gemma3.attention.sliding_window_pattern",
+         [True, False, True], F.ARRAY, "", "sliding_window_pattern",
+         "the layer pattern has 3 entries for 7 layers"),
+        ("gemma3_scale_negative.gguf", "gemma3", "gemma3.attention.scale", -0.5, F.FLOAT32, "",
+         "gemma3.attention.scale", "query scale -0.5"),
+        ("gemma3_no_post_norm.gguf", "gemma3", "", None, None, "blk.2.post_attention_norm.weight",
+         "post_attention_norm", "layer 2 lacks its post-attention norm"),
+        ("qwen3_one_qk_norm.gguf", "qwen3", "", None, None, "blk.1.attn_k_norm.weight",
+         "attn_q_norm/attn_k_norm", "layer 1 has a Q norm but no K norm"),
+        ("phi3_qkv_wrong_rows.gguf", "phi3", "phi3.attention.head_count_kv", 4, F.UINT32, "",
+         "attn_qkv.weight", "head_count_kv 4 does not match the fused attn_qkv rows"),
+        ("gemma3_softcap_negative.gguf", "gemma3", "gemma3.final_logit_softcapping", -15.0,
+         F.FLOAT32, "", "final_logit_softcapping", "soft-capping by -15"),
+    ]
+    lines = ["# Valid GGUF files describing a broken model of the families beyond llama, written by",
+             "# scripts/gen_arch_golden.py (malformed_fixtures) from tests/golden/arch/*.gguf.",
+             "# Each line: <file> <substring the loader's error message should contain>"]
+    for name, family, key, value, vtype, drop, expect, what in cases:
+        with_key(OUT_DIR / f"{family}.gguf", out / name, key, value, vtype, drop)
+        lines += [f"# {name}: {what}", f"{name} {expect}"]
+    (out / "expected.txt").write_text("\n".join(lines) + "\n")
 
 
 def sig6(x: float) -> float:
@@ -507,6 +544,8 @@ def main():
     ap.add_argument("--no-llamacpp", action="store_true", help="skip the llama.cpp cross-check")
     ap.add_argument("--keep-hf", type=Path, help="also keep the HF checkpoints in this directory")
     ap.add_argument("--readme-only", action="store_true", help="only regenerate the README section")
+    ap.add_argument("--fixtures-only", action="store_true",
+                    help="only rewrite tests/fixtures/gguf/arch/ from the existing GGUFs")
     args = ap.parse_args()
     fams = args.families or list(FAMILIES)
     for f in fams:
@@ -515,6 +554,9 @@ def main():
     if not (LLAMA_SRC / "convert_hf_to_gguf.py").is_file():
         sys.exit(f"{LLAMA_SRC} missing: run scripts/setup_reference_env.sh first")
     OUT_DIR.mkdir(parents=True, exist_ok=True)
+    if args.fixtures_only:
+        malformed_fixtures()
+        return
     if not args.readme_only:
         torch.set_num_threads(2)
         rng = random.Random(SEED)
@@ -529,6 +571,7 @@ def main():
             for f in fams:
                 log(f"--- {f}")
                 generate(f, FAMILIES[f], tok, tokens, exe, args.keep_hf)
+        malformed_fixtures()
     update_readme(fams)
 
 

@@ -57,7 +57,28 @@ def load_runs(dirs):
                 r["policy"] = r["policy"] + " (prompt-end)"
         runs.append((d, pe.load_summary(d), rows))
     label_prompt_styles(runs)
+    label_models(runs)
     return runs
+
+
+def model_of(summary):
+    """The model file's name without its directory and .gguf, or "?"."""
+    path = str((summary or {}).get("model", "?"))
+    return os.path.basename(path).removesuffix(".gguf")
+
+
+def label_models(runs):
+    """Runs of several models (SmolLM2 and Gemma 3 270M): the first run's model is the page's
+    reference and its tasks are not labelled; every other model's tasks become
+    "task [model]", so each model gets its own tables, compared with its own full cache."""
+    models = [model_of(summ) for _, summ, _ in runs]
+    if len(set(models)) < 2:
+        return
+    for model, (_, _, rows) in zip(models, runs):
+        if model == models[0]:
+            continue
+        for r in rows:
+            r["task"] = f"{r['task']} [{model}]"
 
 
 def prompt_style_of(row):
@@ -612,7 +633,7 @@ def section_pictures(rows, images, out_path):
             out += [f"### {group}", ""]
             section = group
         rel = os.path.relpath(os.path.abspath(path), base).replace(os.sep, "/")
-        if any(c in rel for c in " ()"):  # a labelled policy or task: "accuracy_niah (completion).png"
+        if any(c in rel for c in " ()[]"):  # a labelled policy or task: "accuracy_niah (completion).png"
             rel = f"<{rel}>"
         out += [f"![{caption}]({rel})", "", f"*{caption}*", ""]
     return out

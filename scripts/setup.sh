@@ -2,11 +2,11 @@
 # Installs what building and testing qevict needs, skipping whatever is already there:
 # Debian packages (when run as root or with sudo), the Python test environment (.venv with the
 # official `openai` client, used by tests/server/, and matplotlib, used by scripts/plot_eval.py
-# and scripts/render_results.py) and the reference model.
+# and scripts/render_results.py) and the reference models (SmolLM2-135M-Instruct, Gemma 3 270M).
 #   scripts/setup.sh            packages + venv + model
 #   scripts/setup.sh packages   packages only
 #   scripts/setup.sh venv       Python test environment only
-#   scripts/setup.sh model      model only
+#   scripts/setup.sh model      models only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,7 +50,7 @@ install_venv() {
 case "${1:-all}" in
   packages) install_packages ;;
   venv) install_venv ;;
-  model) scripts/fetch_model.sh ;;
-  all) install_packages; install_venv; scripts/fetch_model.sh ;;
+  model) scripts/fetch_model.sh all ;;
+  all) install_packages; install_venv; scripts/fetch_model.sh all ;;
   *) echo "usage: $0 [all|packages|venv|model]" >&2; exit 2 ;;
 esac

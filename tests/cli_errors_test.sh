@@ -40,6 +40,12 @@ while IFS= read -r line; do
   expect_clean_failure "fixture:$file" "$want" "$BIN" info -m "$ROOT/tests/fixtures/gguf/$file"
 done < "$ROOT/tests/fixtures/gguf/expected.txt"
 
+# Broken models of the families beyond llama (scripts/gen_arch_golden.py, malformed_fixtures).
+while read -r file want; do
+  [ -z "$file" ] || [ "${file:0:1}" = "#" ] && continue
+  expect_clean_failure "arch:$file" "$want" "$BIN" info -m "$ROOT/tests/fixtures/gguf/arch/$file"
+done < "$ROOT/tests/fixtures/gguf/arch/expected.txt"
+
 if [ -f "$ROOT/tests/fixtures/gguf/semantic/expected.txt" ]; then
   while IFS= read -r line; do
     [ -z "$line" ] && continue

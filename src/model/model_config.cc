@@ -71,9 +71,10 @@ void ReadFamilyOptions(const gguf::File& f, const std::string& p, ModelConfig& c
   if (c.arch == "gemma3") {
     c.activation = FfnActivation::kGeluTanh;
     c.embedding_scale = std::sqrt(static_cast<float>(c.n_embd));
-    c.final_logit_softcap = f.Has(p + "final_logit_softcapping")
-                                ? ReadPositiveFloat(f, p + "final_logit_softcapping", 1.0)
-                                : 0.0f;
+    // 0 or absent: no soft-capping (llama.cpp tests the value for zero).
+    const double softcap = f.FindFloat(p + "final_logit_softcapping").value_or(0.0);
+    c.final_logit_softcap =
+        softcap == 0.0 ? 0.0f : ReadPositiveFloat(f, p + "final_logit_softcapping", 1.0);
     // Queries are scaled by attention.scale when the file has it; otherwise as llama.cpp does:
     // 1/sqrt(head_dim), except Gemma 3 27B (62 layers), 1/sqrt(n_embd / n_heads).
     float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
