@@ -4,7 +4,7 @@ BUILD ?= build
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build test test-asan demo eval bench clean format fuzz
+.PHONY: all setup build test test-asan demo eval bench bench-gemma clean format fuzz
 
 all: build
 
@@ -28,12 +28,17 @@ test-asan:
 demo: setup build
 	@scripts/demo.sh
 
-# The default evaluation grid (about 40 minutes on 2 cores); regenerates docs/results.md.
+# The default evaluation grid on both reference models (hours on 2 cores); regenerates docs/results.md.
 eval: setup build
 	@scripts/eval.sh
 
 bench: setup build
 	@scripts/bench.sh
+
+# qevict vs llama.cpp on Gemma 3 270M (Q4_K/Q5_0/Q6_K/Q8_0 weights, sliding-window layers).
+bench-gemma: setup build
+	@MODEL=models/gemma-3-270m-q4_k_m.gguf OUT=docs/benchmarks-gemma.md STAGES=speed \
+	  CTX=512,4096,8192 ROUNDS=1 PROFILE=0 scripts/bench.sh
 
 # libFuzzer targets with ASan+UBSan, FUZZ_SECONDS (default 180) each; see docs/security.md.
 fuzz:

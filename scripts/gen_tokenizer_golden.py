@@ -6,9 +6,13 @@
                                        (jinja2 on the GGUF's own template) with their ids.
   tests/golden/tokenizer_pretok.json   pre-tokenizer splits (gpt2, llama-bpe, qwen2, smollm)
                                        from Hugging Face `tokenizers`, as byte-level strings.
-  tests/golden/tokenizer_chat.json     Llama-3 / Llama-2 chat renderings by jinja2.
+  tests/golden/tokenizer_chat.json     Llama-3 / Llama-2 / Gemma / Phi-3 chat renderings by jinja2.
   tests/golden/tokenizer_spm.json      a tiny SentencePiece BPE model (byte fallback) trained
                                        here, its pieces/scores/types and sentencepiece's ids.
+  tests/golden/tokenizer_gemma3.json   (--model gemma3 writes this file only) token ids of
+                                       Gemma 3 270M from llama.cpp (llama-cpp-python,
+                                       vocab_only) for ~170 texts, with and without special-token
+                                       parsing, a few with BOS; see gemma3_main().
 
 Reference for the ids: the Hugging Face tokenizer of the model. There is no network here, so it
 is built from the GGUF with transformers (AutoTokenizer.from_pretrained(gguf_file=...)). That
@@ -20,6 +24,8 @@ with that pre-tokenizer put back. The unmodified conversion, and llama-cpp-pytho
 available, are cross-checked; disagreements are recorded in the JSON ("cross_checks").
 
 Usage: python3 scripts/gen_tokenizer_golden.py [--llama-cpp-python /tmp/refvenv/bin/python]
+       python3 scripts/gen_tokenizer_golden.py --model gemma3 \
+           --llama-cpp-python third_party_build/llamacpp/venv-0.3.36/bin/python
 """
 import argparse
 import copy
@@ -32,6 +38,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL_DIR = os.path.join(ROOT, "models")
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
 
 GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
@@ -46,6 +53,29 @@ LLAMA3_TEMPLATE = (
     "trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}"
     "{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+# Gemma 3's instruction-tuned template (google/gemma-3-*-it tokenizer_config.json), text-only
+# content: a system message is prefixed to the first user turn; roles must alternate.
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}\n{%- if messages[0]['role'] == 'system' -%}\n"
+    "    {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}\n"
+    "    {%- set loop_messages = messages[1:] -%}\n{%- else -%}\n"
+    "    {%- set first_user_prefix = \"\" -%}\n    {%- set loop_messages = messages -%}\n"
+    "{%- endif -%}\n{%- for message in loop_messages -%}\n"
+    "    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}\n"
+    "        {{ raise_exception(\"Conversation roles must alternate user/assistant/user/assistant/...\") }}\n"
+    "    {%- endif -%}\n    {%- if (message['role'] == 'assistant') -%}\n"
+    "        {%- set role = \"model\" -%}\n    {%- else -%}\n"
+    "        {%- set role = message['role'] -%}\n    {%- endif -%}\n"
+    "    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}\n"
+    "    {{- message['content'] | trim -}}\n    {{ '<end_of_turn>\n' }}\n{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n    {{'<start_of_turn>model\n'}}\n{%- endif -%}\n")
+# Phi-3's template (microsoft/Phi-3-mini-4k-instruct tokenizer_config.json).
+PHI3_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\n' + "
+    "message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + "
+    "message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}"
+    "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}")
 LLAMA2_TEMPLATE = (
     "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
     "{% set system_message = messages[0]['content'] %}{% else %}"
@@ -193,8 +223,9 @@ def hf_encode(backend, text, parse_special):
         backend.encode_special_tokens = False
 
 
-def llama_cpp_ids(python, cases):
-    """Token ids from llama-cpp-python (run in its own venv), or None when unavailable."""
+def llama_cpp_ids(python, cases, model_file=MODEL_FILE):
+    """Token ids from llama-cpp-python (run in its own venv), or None when unavailable. A case
+    may set "add_bos" (default false)."""
     if not python or not os.path.exists(python):
         return None
     program = r'''
@@ -202,12 +233,12 @@ import json, sys
 import llama_cpp
 cases = json.load(sys.stdin)
 llm = llama_cpp.Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
-out = [llm.tokenize(c["text"].encode("utf-8"), add_bos=False, special=c["parse_special"])
-       for c in cases]
+out = [llm.tokenize(c["text"].encode("utf-8"), add_bos=c.get("add_bos", False),
+                   special=c["parse_special"]) for c in cases]
 json.dump(out, sys.stdout)
 '''
     try:
-        result = subprocess.run([python, "-c", program, os.path.join(MODEL_DIR, MODEL_FILE)],
+        result = subprocess.run([python, "-c", program, os.path.join(MODEL_DIR, model_file)],
                                 input=json.dumps(cases), capture_output=True, text=True,
                                 timeout=600)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -265,9 +296,16 @@ def conversations():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--llama-cpp-python", default="/tmp/refvenv/bin/python",
-                        help="a python with llama_cpp installed, for a cross-check")
+                        help="a python with llama_cpp installed, for a cross-check (smollm2) or "
+                             "the reference (gemma3)")
+    parser.add_argument("--model", choices=["smollm2", "gemma3"], default="smollm2",
+                        help="smollm2 (default): the four SmolLM2/pre-tokenizer/chat/spm files; "
+                             "gemma3: tokenizer_gemma3.json only")
     args = parser.parse_args()
     os.makedirs(GOLDEN_DIR, exist_ok=True)
+    if args.model == "gemma3":
+        gemma3_main(args.llama_cpp_python)
+        return
 
     converted, reference = load_hf_tokenizers()
     cases = [{"text": t, "parse_special": True} for t in TEXTS]
@@ -366,7 +404,9 @@ def pretokenizer_goldens():
 
 def other_chat_goldens():
     families = [("llama3", LLAMA3_TEMPLATE, "<|begin_of_text|>", "<|eot_id|>"),
-                ("llama2", LLAMA2_TEMPLATE, "<s>", "</s>")]
+                ("llama2", LLAMA2_TEMPLATE, "<s>", "</s>"),
+                ("gemma", GEMMA_TEMPLATE, "<bos>", "<eos>"),
+                ("phi3", PHI3_TEMPLATE, "<s>", "<|endoftext|>")]
     out = {"note": "rendered by jinja2 as transformers' apply_chat_template does",
            "families": []}
     for name, template, bos, eos in families:
@@ -379,12 +419,13 @@ def other_chat_goldens():
                 print(f"{name}: template raises: {e}", file=sys.stderr)
             renders.append({"messages": messages, "add_generation_prompt": add_generation_prompt,
                             "rendered": rendered})
-        # Llama-2 raises on roles that do not alternate.
+        # Llama-2 and Gemma raise on roles that do not alternate.
         bad = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
-        if name == "llama2":
+        if name in ("llama2", "gemma"):
             renders.append({"messages": bad, "add_generation_prompt": False, "rendered": None})
         out["families"].append({"name": name, "template": template, "bos_token": bos,
-                                "eos_token": eos, "chats": renders})
+                                "eos_token": eos, "renders_bos": "bos_token" in template,
+                                "chats": renders})
     return out
 
 
@@ -434,6 +475,134 @@ def sentencepiece_goldens():
     return {"reference": "sentencepiece %s, BPE model trained by this script" % spm.__version__,
             "add_space_prefix": True, "tokens": tokens, "scores": scores, "token_types": types,
             "unknown": 0, "bos": 1, "eos": 2, "cases": cases}
+
+
+# --- Gemma 3 (SentencePiece vocab in the GGUF, tokenizer.ggml.model = "llama") -----------------
+
+GEMMA3_SPECIAL_TEXTS = [
+    "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n",
+    "<bos><start_of_turn>user\nHi<end_of_turn>\n",
+    "text<eos>more text",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<start_of_turn",
+    "<<start_of_turn>>",
+    "<pad><unk><mask><unused0><unused99>",
+    "[multimodal]",
+    "<start_of_image><end_of_image>",
+    "<table><tr><td>1</td></tr></table>",
+    "<h1>Title</h1>\n<p>para <b>bold</b></p>",
+    "\t\tindented twice\n\t\t\tthree",
+    "\n" * 34,
+    "\t" * 40,
+    "a\n\nb\n\n\nc",
+    " \n \n ",
+    "   three leading spaces",
+    "word" + " " * 40 + "word",
+    "private use \ue000\U000f0000 and controls \x00\x01\x7f",
+    "rare CJK \U00020000\U0002a6d6 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "The 1st of 2,048 tokens: 3.5e-7, 0.000123, 123456789",
+    "naïve coöperation — “quoted” ‘single’ … €100 £5 ¥3",
+    "🙂🙃😉😊😇🥰😍🤩😘😗☺️😚😙🥲",
+    "Once upon a time, in a small village by the sea, there lived",
+    "def f(x):\n    return x ** 2  # square\n",
+]
+
+GEMMA3_NO_SPECIAL_TEXTS = [
+    "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n",
+    "text<eos>more text",
+    "<bos>Hello",
+    "<pad><unk><mask><unused0>",
+    "<table><tr><td>1</td></tr></table>",
+    "\t\tindented twice\n\n",
+]
+
+GEMMA3_BOS_TEXTS = ["", "Hello world", " Hello world", "<start_of_turn>user\nHi<end_of_turn>\n",
+                    "<bos>Hello"]
+
+LLAMA_CPP_VOCAB_INFO = r'''
+import json, sys
+import llama_cpp
+llm = llama_cpp.Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
+v = llama_cpp.llama_model_get_vocab(llm.model)
+def tok(t):
+    return None if t < 0 else {"id": t, "text": llm.detokenize([t], special=True).decode()}
+n = llama_cpp.llama_vocab_n_tokens(v)
+json.dump({"version": llama_cpp.__version__,
+           "chat_template": llm.metadata.get("tokenizer.chat_template"),
+           "add_bos": bool(llama_cpp.llama_vocab_get_add_bos(v)),
+           "add_eos": bool(llama_cpp.llama_vocab_get_add_eos(v)),
+           "add_space_prefix": llm.metadata.get("tokenizer.ggml.add_space_prefix"),
+           "n_tokens": n,
+           "bos": tok(llama_cpp.llama_vocab_bos(v)), "eos": tok(llama_cpp.llama_vocab_eos(v)),
+           "eot": tok(llama_cpp.llama_vocab_eot(v)), "pad": tok(llama_cpp.llama_vocab_pad(v)),
+           "nl": tok(llama_cpp.llama_vocab_nl(v)),
+           "eog": [tok(t) for t in range(n) if llama_cpp.llama_vocab_is_eog(v, t)]}, sys.stdout)
+'''
+
+
+def gemma3_main(llama_python):
+    """tokenizer_gemma3.json. The reference is llama.cpp's tokenizer (llama-cpp-python built
+    from the same 0.3.36 source as the logits goldens, vocab_only). Each case records text,
+    parse_special, add_bos and ids. Texts: the general TEXTS list (its SmolLM2 control tokens are
+    plain text to Gemma), Gemma's control and user-defined tokens with special parsing on and
+    off, a few with BOS, and random strings over a pool that includes Gemma's special tokens."""
+    pool = RANDOM_POOL + ["<start_of_turn>", "<end_of_turn>", "<bos>", "<eos>", "<table>",
+                          "\n\n", "\t\t", "1234", "▁", "  "]
+    cases = [{"text": t, "parse_special": True, "add_bos": False} for t in TEXTS]
+    cases += [{"text": t, "parse_special": True, "add_bos": False} for t in GEMMA3_SPECIAL_TEXTS]
+    cases += [{"text": t, "parse_special": False, "add_bos": False}
+              for t in GEMMA3_NO_SPECIAL_TEXTS + NO_SPECIAL_TEXTS]
+    cases += [{"text": t, "parse_special": True, "add_bos": True} for t in GEMMA3_BOS_TEXTS]
+    cases += [{"text": t, "parse_special": True, "add_bos": False}
+              for t in random_texts(60, 4321, pool)]
+    ids = llama_cpp_ids(llama_python, cases, GEMMA3_FILE)
+    if ids is None:
+        sys.exit("gemma3: llama-cpp-python is needed (--llama-cpp-python PYTHON)")
+    for case, case_ids in zip(cases, ids):
+        case["ids"] = case_ids
+    result = subprocess.run([llama_python, "-c", LLAMA_CPP_VOCAB_INFO,
+                             os.path.join(MODEL_DIR, GEMMA3_FILE)],
+                            capture_output=True, text=True, timeout=600, check=True)
+    info = json.loads(result.stdout)
+    cross_checks = [hf_gemma3_cross_check(cases)]
+    for check in cross_checks:
+        print("cross-check:", check["reference"], "->",
+              check.get("disagreements", check.get("status")), file=sys.stderr)
+    write_json("tokenizer_gemma3.json", {
+        "model": GEMMA3_FILE,
+        "reference": "llama.cpp via llama-cpp-python %s: Llama(vocab_only=True).tokenize(text, "
+                     "add_bos=case.add_bos, special=case.parse_special)" % info["version"],
+        "vocab": info,
+        "chat_template": info["chat_template"],
+        "cross_checks": cross_checks,
+        "cases": cases,
+    })
+
+
+def hf_gemma3_cross_check(cases):
+    """Hugging Face tokenizers on transformers' GGUF conversion of the Gemma vocab, when
+    transformers is importable (informative only: see "note")."""
+    try:
+        import transformers
+        from transformers import AutoTokenizer
+        backend = AutoTokenizer.from_pretrained(MODEL_DIR, gguf_file=GEMMA3_FILE).backend_tokenizer
+    except Exception as e:  # no transformers here, or no GGUF support for gemma3
+        return {"reference": "transformers GGUF conversion", "status": "not available: %s" % e}
+    mismatch = []
+    for c in cases:
+        ids = hf_encode(backend, c["text"], c["parse_special"])
+        if c["add_bos"]:
+            ids = [2] + ids
+        if ids != c["ids"]:
+            mismatch.append({"text": c["text"], "parse_special": c["parse_special"], "hf": ids})
+    return {"reference": "transformers %s GGUF conversion (AutoTokenizer.from_pretrained("
+                         "gguf_file=...).backend_tokenizer)" % transformers.__version__,
+            "note": "informative only: transformers rebuilds Gemma's vocab from the GGUF as a "
+                    "Unigram model over the piece scores, while Gemma 3's own tokenizer (and "
+                    "llama.cpp's 'llama' SPM tokenizer) is BPE, so segmentations differ",
+            "cases": len(cases), "disagreements": len(mismatch),
+            "first_disagreeing": mismatch[:10]}
 
 
 def versions():

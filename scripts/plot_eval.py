@@ -18,6 +18,7 @@ color and marker in every picture; qevict is drawn thick. scripts/render_results
 helpers and render_all() from here.
 """
 import argparse
+import gzip
 import json
 import math
 import os
@@ -57,10 +58,14 @@ OUTPUT_PATTERNS = ("needle_*.png", "passkey_*.png", "accuracy_*.png", "kl_*.png"
 
 # ----------------------------------------------------------------------------- data helpers
 def load_rows(directory):
-    """Rows of DIR/rows.jsonl; malformed lines are reported on stderr and skipped."""
+    """Rows of DIR/rows.jsonl (or DIR/rows.jsonl.gz, as committed under docs/); malformed lines
+    are reported on stderr and skipped."""
     path = os.path.join(directory, "rows.jsonl")
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"
     rows = []
-    with open(path, encoding="utf-8") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             line = line.strip()
             if not line:

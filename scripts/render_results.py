@@ -87,17 +87,22 @@ def prompt_style_of(row):
 
 
 def label_prompt_styles(runs):
-    """Rows of one prompt style are not labelled (the runs list says which). When the runs mix
-    styles, the completion rows' task becomes "task (completion)": each style gets its own tables
-    and is compared with its own full cache. Same rule as TaskLabel in src/eval/eval_report.cc."""
-    styles = {prompt_style_of(r) for _, _, rows in runs for r in rows}
-    if len(styles) < 2:
-        return
-    for _, _, rows in runs:
-        for r in rows:
-            style = prompt_style_of(r)
-            if style != "chat":
-                r["task"] = f"{r['task']} ({style})"
+    """Rows of one prompt style are not labelled (the runs list says which). When the runs of one
+    model mix styles, its completion rows' task becomes "task (completion)": each style gets its
+    own tables and is compared with its own full cache. Same rule as TaskLabel in
+    src/eval/eval_report.cc. (Runs of different models are told apart by label_models.)"""
+    by_model = {}
+    for _, summ, rows in runs:
+        by_model.setdefault(model_of(summ), []).append(rows)
+    for model_rows in by_model.values():
+        styles = {prompt_style_of(r) for rows in model_rows for r in rows}
+        if len(styles) < 2:
+            continue
+        for rows in model_rows:
+            for r in rows:
+                style = prompt_style_of(r)
+                if style != "chat":
+                    r["task"] = f"{r['task']} ({style})"
 
 
 def merge_rows(runs):

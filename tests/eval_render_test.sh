@@ -96,6 +96,13 @@ summary = dict(summary, command="build/qevict eval -m models/base.gguf --tasks n
                prompt_style="completion")
 with open(os.path.join(comp, "summary.json"), "w") as f:
     json.dump(summary, f)
+# The same completion rows as if the first run's model had made them (one model, two styles).
+same = out + "_same_model"
+os.makedirs(same)
+with open(os.path.join(comp, "rows.jsonl")) as src, open(os.path.join(same, "rows.jsonl"), "w") as f:
+    f.write(src.read())
+with open(os.path.join(same, "summary.json"), "w") as f:
+    json.dump(dict(summary, model="models/test.gguf"), f)
 PYEOF
 
 # plot_eval.py alone, default output directory DIR/plots
@@ -136,9 +143,10 @@ done
 grep -qF "prompt style chat; prefill modes" "$MD" || fail "results.md does not say the prompt style"
 grep -qF "(completion)" "$MD" && fail "results.md labels rows of a single prompt style"
 
-# A chat run and a completion run merged: the completion rows are their own task.
+# A chat run and a completion run of the same model merged: the completion rows are their own
+# task.
 (cd "$TMP" && "$PY" "$ROOT/scripts/render_results.py" --out docs3/results.md \
-    --images docs3/results run run_completion >render3.log 2>&1) \
+    --images docs3/results run run_same_model >render3.log 2>&1) \
   || fail "render_results.py on mixed prompt styles exited $?: $(cat "$TMP/render3.log")"
 MD3=$TMP/docs3/results.md
 grep -qF "prompt style completion; prefill modes" "$MD3" || fail "mixed: no completion run listed"
@@ -147,6 +155,16 @@ grep -q "^### niah$" "$MD3" || fail "mixed: the chat niah table is gone"
 grep -qF "](<results/accuracy_niah (completion).png>)" "$MD3" \
   || fail "mixed: no link to the completion accuracy picture"
 [ -s "$TMP/docs3/results/accuracy_niah (completion).png" ] || fail "mixed: no completion picture"
+
+# Runs of two models (a chat model and a base model): the second model's rows are its own task.
+(cd "$TMP" && "$PY" "$ROOT/scripts/render_results.py" --out docs4/results.md \
+    --images docs4/results run run_completion >render4.log 2>&1) \
+  || fail "render_results.py on two models exited $?: $(cat "$TMP/render4.log")"
+MD4=$TMP/docs4/results.md
+grep -q "^### niah \[base\]$" "$MD4" || fail "two models: no niah [base] table"
+grep -q "^### niah$" "$MD4" || fail "two models: the first model's niah table is gone"
+grep -qF "(completion)" "$MD4" && fail "two models: a single-style model's rows are style-labelled"
+[ -s "$TMP/docs4/results/accuracy_niah [base].png" ] || fail "two models: no picture of [base]"
 
 if [ $failures -ne 0 ]; then
   echo "$failures failure(s)"

@@ -31,6 +31,20 @@ inline const LoadedModel* ReferenceModel() {
   return model;
 }
 
+// The second reference model, Gemma 3 270M base (scripts/fetch_model.sh gemma3).
+inline std::string GemmaModelPath() {
+  if (const char* env = std::getenv("QEVICT_GEMMA_MODEL")) return env;
+  return SourcePath("models/gemma-3-270m-q4_k_m.gguf");
+}
+
+inline const LoadedModel* GemmaModel() {
+  static const LoadedModel* model = [] () -> const LoadedModel* {
+    if (!std::filesystem::exists(GemmaModelPath())) return nullptr;
+    return new LoadedModel(LoadedModel::Load(GemmaModelPath()));
+  }();
+  return model;
+}
+
 inline nlohmann::json ReadJson(const std::string& rel) {
   std::ifstream in(SourcePath(rel));
   EXPECT_TRUE(in.good()) << rel;
@@ -48,3 +62,7 @@ inline KvCacheFactory FullCacheFactory() {
 #define QEVICT_REQUIRE_MODEL(var)                                              \
   const ::qevict::LoadedModel* var = ::qevict::testing::ReferenceModel();      \
   if (var == nullptr) GTEST_SKIP() << "reference model not found (make setup)"
+
+#define QEVICT_REQUIRE_GEMMA(var)                                              \
+  const ::qevict::LoadedModel* var = ::qevict::testing::GemmaModel();          \
+  if (var == nullptr) GTEST_SKIP() << "Gemma 3 270M not found (make setup)"

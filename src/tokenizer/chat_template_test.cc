@@ -48,14 +48,14 @@ TEST(ChatTemplateTest, ChatMlWithoutFixedSystemMessage) {
 }
 
 // Llama-3 and Llama-2 renderings by jinja2 (tests/golden/tokenizer_chat.json).
-TEST(ChatTemplateTest, MatchesJinjaForLlamaFamilies) {
+TEST(ChatTemplateTest, MatchesJinjaForLlamaGemmaAndPhi3) {
   const nlohmann::json golden = testing::LoadGolden("tokenizer_chat.json");
-  ASSERT_EQ(golden["families"].size(), 2u);
+  ASSERT_EQ(golden["families"].size(), 4u);
   for (const nlohmann::json& family : golden["families"]) {
     std::optional<ChatTemplate> tmpl = ParseChatTemplate(family["template"].get<std::string>());
     ASSERT_TRUE(tmpl.has_value()) << family["name"];
     EXPECT_EQ(ChatStyleName(tmpl->style), family["name"].get<std::string>());
-    EXPECT_TRUE(tmpl->renders_bos);
+    EXPECT_EQ(tmpl->renders_bos, family["renders_bos"].get<bool>());
     EXPECT_EQ(tmpl->bos_token, family["bos_token"].get<std::string>());
     EXPECT_EQ(tmpl->eos_token, family["eos_token"].get<std::string>());
     for (const nlohmann::json& chat : family["chats"]) {
@@ -74,7 +74,7 @@ TEST(ChatTemplateTest, MatchesJinjaForLlamaFamilies) {
 
 TEST(ChatTemplateTest, UnknownTemplatesAreNotGuessed) {
   EXPECT_FALSE(ParseChatTemplate("").has_value());
-  EXPECT_FALSE(ParseChatTemplate("{% for m in messages %}<|user|>{{ m.content }}{% endfor %}"));
+  EXPECT_FALSE(ParseChatTemplate("{% for m in messages %}<|usr|>{{ m.content }}{% endfor %}"));
   // Llama 3.1+ (dated system block) and Mistral-style [INST] without <<SYS>>.
   EXPECT_FALSE(ParseChatTemplate("<|start_header_id|>system<|end_header_id|>\\n\\n"
                                  "Cutting Knowledge Date: December 2023"));

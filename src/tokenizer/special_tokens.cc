@@ -4,16 +4,17 @@
 
 namespace qevict {
 
-SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab) {
+SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab, bool user_defined_only) {
   for (TokenId id = 0; id < vocab.size(); ++id) {
     const TokenType type = vocab.type(id);
-    if (type != TokenType::kControl && type != TokenType::kUserDefined &&
-        type != TokenType::kUnknown) {
-      continue;
-    }
+    const bool wanted = type == TokenType::kUserDefined ||
+                        (!user_defined_only &&
+                         (type == TokenType::kControl || type == TokenType::kUnknown));
+    if (!wanted) continue;
     const std::string& text = vocab.tokens[id];
     if (text.empty()) continue;
     by_first_byte_[static_cast<unsigned char>(text[0])].push_back({text, id});
+    ++count_;
   }
   for (std::vector<Candidate>& candidates : by_first_byte_) {
     std::stable_sort(candidates.begin(), candidates.end(),

@@ -20,7 +20,11 @@ struct TextFragment {
 
 class SpecialTokenMatcher {
  public:
-  explicit SpecialTokenMatcher(const Vocab& vocab);
+  // Every control, user-defined and unknown token; or, with user_defined_only, the user-defined
+  // ones alone (llama.cpp matches those even when special tokens are not parsed: Gemma's
+  // whitespace runs and HTML tags).
+  explicit SpecialTokenMatcher(const Vocab& vocab, bool user_defined_only = false);
+  bool empty() const { return count_ == 0; }
 
   // Appends the fragments of `text`: special tokens and the (non-empty) text between them.
   void Split(std::string_view text, std::vector<TextFragment>* fragments) const;
@@ -35,6 +39,7 @@ class SpecialTokenMatcher {
 
   // Candidates by first byte, longest first.
   std::array<std::vector<Candidate>, 256> by_first_byte_;
+  size_t count_ = 0;
 };
 
 }  // namespace qevict

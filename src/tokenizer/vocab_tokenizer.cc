@@ -18,7 +18,8 @@ constexpr std::string_view kEndOfGenerationTexts[] = {
 VocabTokenizer::VocabTokenizer(Vocab vocab, bool default_add_bos)
     : vocab_(std::move(vocab)),
       add_bos_(vocab_.add_bos.value_or(default_add_bos)),
-      special_tokens_(vocab_) {
+      special_tokens_(vocab_),
+      user_defined_tokens_(vocab_, /*user_defined_only=*/true) {
   token_ids_.reserve(vocab_.tokens.size());
   for (TokenId id = 0; id < vocab_.size(); ++id) token_ids_.emplace(vocab_.tokens[id], id);
 
@@ -39,12 +40,14 @@ std::vector<TokenId> VocabTokenizer::Encode(std::string_view text, bool add_bos,
                                             bool parse_special) const {
   std::vector<TokenId> out;
   if (add_bos && add_bos_ && vocab_.bos >= 0) out.push_back(vocab_.bos);
-  if (!parse_special) {
+  // Without parse_special, control tokens written in the text are plain text, but user-defined
+  // tokens still stand for themselves (as llama.cpp's tokenizer partitions them).
+  if (!parse_special && user_defined_tokens_.empty()) {
     if (!text.empty()) EncodeText(text, /*starts_segment=*/true, &out);
     return out;
   }
   std::vector<TextFragment> fragments;
-  special_tokens_.Split(text, &fragments);
+  (parse_special ? special_tokens_ : user_defined_tokens_).Split(text, &fragments);
   bool starts_segment = true;
   for (const TextFragment& fragment : fragments) {
     if (fragment.token >= 0) {

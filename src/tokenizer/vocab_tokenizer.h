@@ -57,6 +57,7 @@ class VocabTokenizer : public Tokenizer {
   TokenIdMap token_ids_;
   std::unordered_set<TokenId> end_of_generation_;
   SpecialTokenMatcher special_tokens_;
+  SpecialTokenMatcher user_defined_tokens_;  // matched even when specials are not parsed
 };
 
 }  // namespace qevict
