@@ -127,8 +127,12 @@ void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
                     " is below the fp16 floor of " + std::to_string(floor) +
                     " bytes (sinks " + std::to_string(sinks_) + " + recent " +
                     std::to_string(recent_) + " tokens and one growing window in every layer, "
-                    "plus metadata); the cache keeps only that floor. Raise --kv-budget to at "
-                    "least " + std::to_string(fraction) + " or lower --kv-sinks/--kv-recent";
+                    "plus metadata); the cache keeps only that floor. " +
+                    (fraction < 1.0 ? "Raise --kv-budget to at least " + std::to_string(fraction) +
+                                          " or lower --kv-sinks/--kv-recent"
+                                    : std::string("No --kv-budget below 1 fits this run: the "
+                                                  "floor exceeds the full cache; lower "
+                                                  "--kv-sinks/--kv-recent or drop the budget"));
     }
   }
 }
