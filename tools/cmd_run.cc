@@ -67,6 +67,12 @@ int Run(const RunFlags& f) {
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   Session session(*m.model, pool, so, MakeKvCacheFactory(f.kv));
+  if (session.policy_cache() == nullptr && f.kv.policy != "full") {
+    std::fprintf(stderr,
+                 "warning: every layer of this model is a sliding-window layer of %d tokens: the "
+                 "cache holds only the windows, and --kv-policy %s has nothing to compress\n",
+                 m.model->config().sliding_window, f.kv.policy.c_str());
+  }
   session.BeginRun(static_cast<int64_t>(tokens.size()), f.n_predict);
   std::span<const float> logits = session.Prefill(tokens);
   // An impossible budget is said, whatever --kv-stats: the cache keeps its floor instead.

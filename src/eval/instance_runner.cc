@@ -283,6 +283,10 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     return std::unique_ptr<KvCache>(CreatePrefixCache(settings.kv, g, r));
   });
   Session* prefix = &*prefix_session;
+  if (prefix->policy_cache() == nullptr) {
+    throw Error("every layer of this model is a sliding-window layer: its cache holds only the "
+                "windows, and there is nothing for a policy to compress or evaluate");
+  }
   prefix->BeginRun(prompt, extra);
   const std::span<const float> first = prefix->Prefill(turns.first);
   const std::vector<float> prefix_logits(first.begin(), first.end());
