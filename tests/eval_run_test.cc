@@ -76,12 +76,23 @@ TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
     const double missed = r["missed_mass"].get<double>();
     EXPECT_GE(missed, 0.0);
     EXPECT_LE(missed, 1.0);
+    // Dropped at a step is a part of dropped at or before it.
+    EXPECT_LE(r["fmm"].get<double>(), r["fmm_cumulative"].get<double>() + 1e-12);
+    EXPECT_GE(r["fmm"].get<double>(), 0.0);
+    EXPECT_GE(r["quantized_mass"].get<double>(), 0.0);
+    EXPECT_LE(r["quantized_mass"].get<double>() + missed, 1.0 + 1e-9);
     if (r["policy"] != "full") {
       EXPECT_GT(missed, 0.0);  // a quarter of the bytes cannot hold all the attention
       EXPECT_LE(r["kv"]["peak_bytes"].get<int64_t>(),
                 r["kv"]["prefill_peak_bytes"].get<int64_t>());
       EXPECT_LE(r["kv"]["resident_bytes"].get<int64_t>(), r["kv"]["budget_bytes"].get<int64_t>());
       EXPECT_FALSE(r["missed_mass_steps"].empty());
+      // The tiered policies attend 2-bit windows; snapkv keeps or drops.
+      if (r["policy"] == "snapkv") {
+        EXPECT_EQ(r["quantized_mass"].get<double>(), 0.0);
+      } else {
+        EXPECT_GT(r["quantized_mass"].get<double>(), 0.0);
+      }
     }
   }
   std::ifstream summary(dir + "/summary.json");

@@ -31,8 +31,8 @@ std::vector<EvalTask> Generate(const EvalOptions& o, const LoadedModel& model) {
   for (const std::string& name : o.grid.tasks) {
     TaskGrid grid = o.grid;
     grid.tasks = {name};
-    // drift asks three questions in the session: room for each.
-    const int64_t turns = name == "drift" ? 3 : 1;
+    // Room for every question an instance asks in its session.
+    const int64_t turns = TurnsPerInstance(name);
     const int64_t reserve = IsQuestionTask(name) ? o.question_reserve * turns : 0;
     // Generated contexts land within 5% of their target: at the model's context limit keep
     // that much free too, so that an instance of the longest length still fits.
@@ -158,6 +158,9 @@ int RunEval(const EvalOptions& o) {
                runnable.size(), static_cast<long long>(rows_per_instance), style,
                o.out_dir.c_str());
 
+  // The model's file name without ".gguf": what rows and reports call it.
+  std::string model_name = std::filesystem::path(o.model_path).filename().string();
+  if (model_name.ends_with(".gguf")) model_name.resize(model_name.size() - 5);
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::HardwareThreads());
   ProgressBar progress(total_work, o.progress);
   std::vector<json> rows;
@@ -168,6 +171,8 @@ int RunEval(const EvalOptions& o) {
     bool first_row = true;
     try {
       RunInstance(model, pool, settings, task, [&](json row) {
+        row["model"] = model_name;  // rows of several runs merge (qevict report)
+        row["seed"] = o.grid.seed;
         rows_out << row.dump() << '\n';
         rows_out.flush();
         const bool bounded = row.value("prefill_mode", "") == "bounded";

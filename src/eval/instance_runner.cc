@@ -234,17 +234,22 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
   if (shadow) {
     if (run.miss) {
       row["missed_mass"] = run.miss->mean_missed();
-      const double fmm = run.miss->mean_fmm();
+      row["quantized_mass"] = run.miss->mean_quantized();
+      const double fmm = run.miss->mean_fmm(), cumulative = run.miss->mean_fmm_cumulative();
       row["fmm"] = fmm >= 0.0 ? json(fmm) : json(nullptr);
+      row["fmm_cumulative"] = cumulative >= 0.0 ? json(cumulative) : json(nullptr);
       row["missed_mass_steps"] = run.miss->missed_per_step();
     } else {  // the full cache misses nothing
       row["missed_mass"] = 0.0;
+      row["quantized_mass"] = 0.0;
       row["fmm"] = 0.0;
+      row["fmm_cumulative"] = 0.0;
       row["missed_mass_steps"] = json::array();
     }
   } else {
-    row["missed_mass"] = nullptr;
-    row["fmm"] = nullptr;
+    for (const char* key : {"missed_mass", "quantized_mass", "fmm", "fmm_cumulative"}) {
+      row[key] = nullptr;
+    }
   }
   row["prefill_tok_s"] = prefill_seconds > 0 ? turns.first.size() / prefill_seconds : 0.0;
   row["prefill_s"] = prefill_seconds;

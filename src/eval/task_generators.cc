@@ -20,6 +20,7 @@ struct TaskInfo {
   bool uses_lengths;
   bool uses_depths;
   TaskGenerator generate;
+  int turns = 1;  // questions asked in one session (question tasks)
 };
 
 constexpr TaskInfo kTasks[] = {
@@ -27,7 +28,7 @@ constexpr TaskInfo kTasks[] = {
     {"niah", true, true, eval_internal::GenerateNiah},
     {"multikey", true, true, eval_internal::GenerateMultikey},
     {"vt", true, false, eval_internal::GenerateVt},
-    {"drift", true, false, eval_internal::GenerateDrift},
+    {"drift", true, false, eval_internal::GenerateDrift, 4},
     {"longgen", false, false, eval_internal::GenerateLongGen},
     {"ppl", true, false, eval_internal::GeneratePpl},
 };
@@ -125,6 +126,11 @@ const std::vector<std::string>& TaskNames() {
     return v;
   }();
   return names;
+}
+
+int TurnsPerInstance(std::string_view task) {
+  const TaskInfo* info = FindTask(task);
+  return info == nullptr ? 1 : info->turns;
 }
 
 std::vector<EvalTask> GenerateTasks(const TaskGrid& grid, const TokenCounter& count_tokens) {

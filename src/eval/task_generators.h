@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "eval/task.h"
@@ -24,6 +25,9 @@ struct TaskGrid {
 
 // passkey niah multikey vt drift longgen ppl
 const std::vector<std::string>& TaskNames();
+
+// Questions one instance of a generated task asks in its session (1 for unknown names).
+int TurnsPerInstance(std::string_view task);
 
 // Instances, task by task in grid order, then by length, depth and sample:
 //  - passkey, niah, multikey: lengths × depths × samples;

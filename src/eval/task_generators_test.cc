@@ -219,7 +219,11 @@ TEST(TaskGeneratorsTest, IdsCountsAndFields) {
     } else {
       EXPECT_EQ(t.kind, TaskKind::kQuestions);
       ASSERT_FALSE(t.turns.empty()) << t.id;
-      EXPECT_EQ(t.max_new_tokens, t.task == "vt" ? 64 : t.task == "passkey" ? 32 : 40) << t.id;
+      EXPECT_EQ(t.max_new_tokens, t.task == "vt"        ? 64
+                                  : t.task == "passkey" ? 32
+                                  : t.task == "drift"   ? 24
+                                                        : 40)
+          << t.id;
     }
   }
   EXPECT_EQ(GenerateTasks(AllTasksGrid(), kFake).front().id, "passkey-L1024-d0.00-s0");
@@ -303,7 +307,7 @@ TEST(TaskGeneratorsTest, AnswerPrefixesLeadIntoTheAnswer) {
       EXPECT_EQ(Occurrences(t.context, turn.answer_prefix + " " + turn.answers.at(0)), 1u);
       if (t.task == "passkey") {
         EXPECT_EQ(turn.answer_prefix, "The pass key is");
-      } else {
+      } else if (t.task != "drift") {  // drift: DriftAsksFourDifferentFactsOutOfOrder
         EXPECT_EQ(turn.answer_prefix, "The special magic number for " + KeyOf(turn.question) + " is");
       }
     }
@@ -311,31 +315,36 @@ TEST(TaskGeneratorsTest, AnswerPrefixesLeadIntoTheAnswer) {
   EXPECT_EQ(tasks_seen, (std::set<std::string>{"passkey", "niah", "multikey", "vt", "drift"}));
 }
 
-TEST(TaskGeneratorsTest, DriftAsksThreeDifferentNeedlesMiddleFirst) {
+TEST(TaskGeneratorsTest, DriftAsksFourDifferentFactsOutOfOrder) {
   TaskGrid grid;
   grid.tasks = {"drift"};
   grid.lengths = {2048, 4096};
-  grid.samples = 3;
+  grid.samples = 6;
+  std::set<std::string> first_prefixes;
   for (const EvalTask& t : GenerateTasks(grid, kFake)) {
-    ASSERT_EQ(t.turns.size(), 3u) << t.id;
-    EXPECT_EQ(t.max_new_tokens, 40);
-    std::set<std::string> keys, values;
+    ASSERT_EQ(t.turns.size(), 4u) << t.id;
+    EXPECT_EQ(t.max_new_tokens, 24);
+    std::set<std::string> prefixes, values;
     std::vector<double> depths;
     for (const EvalTurn& turn : t.turns) {
-      const std::string key = KeyOf(turn.question);
-      keys.insert(key);
-      values.insert(turn.answers.at(0));
-      const std::string needle =
-          "The special magic number for " + key + " is " + turn.answers[0] + ".";
-      EXPECT_EQ(Occurrences(t.context, needle), 1u) << t.id;
-      depths.push_back(DepthOf(t.context, needle));
+      ASSERT_EQ(turn.answers.size(), 1u);
+      prefixes.insert(turn.answer_prefix.substr(0, 12));  // the kind of fact
+      values.insert(turn.answers[0]);
+      // The fact is its answer prefix, its value and a period, once in the context.
+      const std::string fact = turn.answer_prefix + " " + turn.answers[0] + ".";
+      EXPECT_EQ(Occurrences(t.context, fact), 1u) << t.id << ": " << fact;
+      depths.push_back(DepthOf(t.context, fact));
     }
-    EXPECT_EQ(keys.size(), 3u);
-    EXPECT_EQ(values.size(), 3u);
-    EXPECT_NEAR(depths[0], 0.5, 0.03) << t.id;
-    EXPECT_NEAR(depths[1], 0.15, 0.03) << t.id;
-    EXPECT_NEAR(depths[2], 0.85, 0.03) << t.id;
+    first_prefixes.insert(t.turns[0].answer_prefix.substr(0, 12));
+    EXPECT_EQ(prefixes.size(), 4u) << t.id;  // four different kinds of fact
+    EXPECT_EQ(values.size(), 4u) << t.id;
+    // Asked: the second fact, the last, the first, the third.
+    EXPECT_NEAR(depths[0], 0.37, 0.03) << t.id;
+    EXPECT_NEAR(depths[1], 0.9, 0.03) << t.id;
+    EXPECT_NEAR(depths[2], 0.1, 0.03) << t.id;
+    EXPECT_NEAR(depths[3], 0.63, 0.03) << t.id;
   }
+  EXPECT_GT(first_prefixes.size(), 1u);  // which kind sits where is drawn per instance
 }
 
 TEST(TaskGeneratorsTest, VariableTrackingChain) {
