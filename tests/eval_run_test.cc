@@ -65,6 +65,8 @@ TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
   for (const json& r : rows) {
     SCOPED_TRACE(r["policy"].get<std::string>());
     EXPECT_EQ(r["prompt_style"], "chat");  // auto: SmolLM2 has a chat template
+    EXPECT_EQ(r["model"], "SmolLM2-135M-Instruct.Q4_1");
+    EXPECT_EQ(r["seed"], 3);
     for (const char* key : {"task", "id", "policy", "budget", "accuracy", "agreement",
                             "prompt_tokens", "kv", "missed_mass", "fmm", "prefill_tok_s",
                             "decode_tok_s", "wall_s", "infeasible"}) {
