@@ -189,8 +189,9 @@ int RunEval(const EvalOptions& o) {
   progress.Finish();
   if (!rows_out) throw Error("writing '" + rows_path + "' failed");
 
-  const json groups = SummaryGroups(rows);
-  json summary = {{"command", o.command_line},
+  const json stats = SummarizeRows(rows);
+  json summary = {{"format", stats["format"]},
+                  {"command", o.command_line},
                   {"model", o.model_path},
                   {"started", started},
                   {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
@@ -216,9 +217,10 @@ int RunEval(const EvalOptions& o) {
                   {"task_file_errors", file_errors},
                   {"skipped", skipped},
                   {"failed", failed},
-                  {"groups", groups}};
+                  {"cells", stats["cells"]},
+                  {"comparisons", stats["comparisons"]}};
   std::ofstream(o.out_dir + "/summary.json", std::ios::trunc) << summary.dump(1) << '\n';
-  const std::string table = MarkdownTable(groups);
+  const std::string table = MarkdownTable(summary);
   const std::string header = PromptStyleLine(settings.prompt_style);
   std::ofstream(o.out_dir + "/table.md", std::ios::trunc)
       << "<!-- " << o.command_line << " -->\n\n" << header << table;
