@@ -1,4 +1,4 @@
-// Reading and merging saved rows, on temporary files.
+// Reading and merging saved rows, and `qevict report` on temporary files.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "eval/eval_rows.h"
+#include "eval/report_run.h"
 #include "util/error.h"
 
 namespace qevict {
@@ -110,6 +111,46 @@ TEST(EvalRowsTest, LaterRowsReplaceEarlierOnes) {
   EXPECT_EQ(merged.replaced, 1);
   EXPECT_EQ(merged.rows[1]["accuracy"], 1.0);  // in the replaced row's place
   EXPECT_EQ(merged.rows[2]["model"], "gemma");
+}
+
+TEST(ReportRunTest, MergesInputsAndWritesTheSummary) {
+  const std::string dir = Dir("report");
+  std::string first, second;
+  for (int i = 0; i < 6; ++i) {
+    const std::string id = "i" + std::to_string(i);
+    first += Line("full", id, 1.0) + "\n" + Line("qevict", id, 0.0) + "\n";
+    second += Line("qevict", id, 1.0) + "\n" + Line("snapkv", id, i < 2 ? 1.0 : 0.0) + "\n";
+  }
+  fs::create_directories(dir + "/run1");
+  Write(dir + "/run1/rows.jsonl", first);
+  WriteGz(dir + "/second.jsonl.gz", second);
+  ReportOptions o;
+  o.inputs = {dir + "/run1", dir + "/second.jsonl.gz"};
+  o.out_dir = dir + "/out";
+  o.command_line = "qevict report ...";
+  ASSERT_EQ(RunReport(o), 0);
+  std::ifstream in(dir + "/out/summary.json");
+  const json s = json::parse(in);
+  EXPECT_EQ(s["format"], 2);
+  EXPECT_EQ(s["sources"], json(o.inputs));
+  EXPECT_EQ(s["rows"], 18);
+  EXPECT_EQ(s["replaced"], 6);
+  EXPECT_EQ(s["command"], "qevict report ...");
+  // Pooled, one length, one (length, depth) per policy.
+  EXPECT_EQ(s["cells"].size(), 3u * 3u);
+  const json& qevict = s["cells"][3];
+  EXPECT_EQ(qevict["policy"], "qevict");
+  EXPECT_DOUBLE_EQ(qevict["metrics"]["accuracy"]["mean"].get<double>(), 1.0);  // the later rows
+  EXPECT_EQ(s["comparisons"].size(), 3u * 2u);  // 3 pairs, pooled and at 2048
+  std::ifstream table(dir + "/out/table.md");
+  const std::string md((std::istreambuf_iterator<char>(table)), {});
+  EXPECT_NE(md.find("| qevict (n=6) | 1.00 [0.61, 1.00] |"), std::string::npos) << md;
+  EXPECT_EQ(BuildReport(o).summary, s);
+
+  o.inputs.push_back(dir + "/missing.jsonl");
+  EXPECT_NE(ErrorOf([&] { BuildReport(o); }).find("missing.jsonl"), std::string::npos);
+  o.inputs.clear();
+  EXPECT_NE(ErrorOf([&] { BuildReport(o); }).find("at least one"), std::string::npos);
 }
 
 }  // namespace
