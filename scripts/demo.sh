@@ -24,14 +24,17 @@ COMMON=(--tasks niah --lengths 8192 --prompt-style completion --threads "$THREAD
   --out "$OUT-bounded" --no-progress >/dev/null
 python3 - "$OUT-bounded/summary.json" <<'PY'
 import json, sys
-groups = json.load(open(sys.argv[1]))["groups"]
+# Pooled cells (summary format 2: docs/evaluation.md, "Summary").
+cells = [c for c in json.load(open(sys.argv[1]))["cells"] if c["length"] is None]
 mib = lambda v: "-" if v is None else "%.1f MiB" % (v / 2**20)
 print("\nBounded prefill, niah at 8k tokens (budget 0.3 for the compressed rows): the process's")
 print("peak RSS and the cache's peak, per policy (means over instances)")
 print("%-10s %8s %14s %14s %10s" % ("policy", "accuracy", "peak RSS", "KV peak", "mapped"))
-for g in groups:
-    print("%-10s %8.2f %14s %14s %10s" % (g["policy"], g["accuracy"], mib(g.get("peak_rss_bytes")),
-                                           mib(g.get("peak_bytes")), mib(g.get("peak_reserved_bytes"))))
+for c in cells:
+    kv = c["kv"]
+    print("%-10s %8.2f %14s %14s %10s" % (c["policy"], c["metrics"]["accuracy"]["mean"],
+                                           mib(kv["peak_rss_bytes"]), mib(kv["peak_bytes"]),
+                                           mib(kv["peak_reserved_bytes"])))
 PY
 if [ -x .venv/bin/python ] && .venv/bin/python -c "import matplotlib" 2>/dev/null; then
   .venv/bin/python scripts/plot_eval.py "$OUT"

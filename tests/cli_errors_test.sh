@@ -56,6 +56,18 @@ if [ -f "$ROOT/tests/fixtures/gguf/semantic/expected.txt" ]; then
   done < "$ROOT/tests/fixtures/gguf/semantic/expected.txt"
 fi
 
+# qevict report: a missing input, a malformed line (named FILE:LINE), an input without rows.
+rep=$(mktemp -d)
+expect_clean_failure report_no_input "" "$BIN" report
+expect_clean_failure report_missing "no such file" "$BIN" report "$rep/none.jsonl"
+expect_clean_failure report_empty_dir "holds no rows.jsonl" "$BIN" report "$rep"
+printf '{"task": "niah", "id": "a", "policy": "full", "budget": 1.0, "accuracy": 1}\n{"task"\n' \
+  >"$rep/rows.jsonl"
+expect_clean_failure report_malformed "$rep/rows.jsonl:2: not JSON" "$BIN" report "$rep"
+printf '\n' >"$rep/blank.jsonl"
+expect_clean_failure report_no_row "holds no row" "$BIN" report -o "$rep/out" "$rep/blank.jsonl"
+rm -rf "$rep"
+
 if [ -f "$MODEL" ]; then
   expect_clean_failure prompt_and_file "exactly one" "$BIN" run -m "$MODEL" -p a -f /etc/hostname
   expect_clean_failure missing_prompt_file "cannot read" "$BIN" run -m "$MODEL" -f /nonexistent

@@ -65,6 +65,8 @@ TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
   for (const json& r : rows) {
     SCOPED_TRACE(r["policy"].get<std::string>());
     EXPECT_EQ(r["prompt_style"], "chat");  // auto: SmolLM2 has a chat template
+    EXPECT_EQ(r["model"], "SmolLM2-135M-Instruct.Q4_1");
+    EXPECT_EQ(r["seed"], 3);
     for (const char* key : {"task", "id", "policy", "budget", "accuracy", "agreement",
                             "prompt_tokens", "kv", "missed_mass", "fmm", "prefill_tok_s",
                             "decode_tok_s", "wall_s", "infeasible"}) {
@@ -86,8 +88,27 @@ TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
   }
   std::ifstream summary(dir + "/summary.json");
   const json s = json::parse(summary);
-  EXPECT_EQ(s["groups"].size(), 4u);
-  EXPECT_TRUE(std::filesystem::exists(dir + "/table.md"));
+  EXPECT_EQ(s["format"], 2);
+  EXPECT_EQ(s["seed"], 3);
+  // One instance at one length and depth: pooled, per length and per (length, depth) cells.
+  ASSERT_EQ(s["cells"].size(), 4u * 3u);
+  for (const json& c : s["cells"]) {
+    EXPECT_EQ(c["model"], "SmolLM2-135M-Instruct.Q4_1");
+    EXPECT_EQ(c["n"], 1);
+    EXPECT_EQ(c["metrics"]["accuracy"]["interval"], "wilson");
+    EXPECT_TRUE(c["metrics"].contains("missed_mass"));  // --shadow
+  }
+  EXPECT_EQ(s["cells"][0]["policy"], "full");
+  EXPECT_EQ(s["cells"][1]["length"], 768);
+  EXPECT_EQ(s["cells"][2]["depth"], 0.5);
+  // Every pair of the four policies (full included), pooled and at 768 tokens.
+  ASSERT_EQ(s["comparisons"].size(), 6u * 2u);
+  EXPECT_EQ(s["comparisons"][0]["a"], "full");
+  EXPECT_EQ(s["comparisons"][0]["n"], 1);
+  std::ifstream table_file(dir + "/table.md");
+  const std::string table((std::istreambuf_iterator<char>(table_file)), {});
+  EXPECT_NE(table.find("### niah — accuracy, bounded prefill"), std::string::npos) << table;
+  EXPECT_NE(table.find("| full (n=1) |"), std::string::npos) << table;
 
   o.out_dir = again;
   ASSERT_EQ(RunEval(o), 0);
@@ -130,7 +151,8 @@ TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
   std::ifstream summary_file(dir + "/summary.json");
   const json summary = json::parse(summary_file);
   EXPECT_EQ(summary["prompt_style"], "completion");
-  for (const json& g : summary["groups"]) EXPECT_EQ(g["prompt_style"], "completion");
+  ASSERT_FALSE(summary["cells"].empty());
+  for (const json& c : summary["cells"]) EXPECT_EQ(c["prompt_style"], "completion");
   std::ifstream table_file(dir + "/table.md");
   const std::string table((std::istreambuf_iterator<char>(table_file)), {});
   EXPECT_NE(table.find("Prompt style: completion"), std::string::npos) << table;

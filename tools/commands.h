@@ -14,6 +14,7 @@ std::function<int()> RegisterInfo(CLI::App& app);
 std::function<int()> RegisterBench(CLI::App& app);
 std::function<int()> RegisterServe(CLI::App& app);
 std::function<int()> RegisterEval(CLI::App& app);
+std::function<int()> RegisterReport(CLI::App& app);
 
 // The command line as typed (for outputs that record how they were made).
 std::string& CommandLine();

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   add(qevict::cli::RegisterBench);
   add(qevict::cli::RegisterServe);
   add(qevict::cli::RegisterEval);
+  add(qevict::cli::RegisterReport);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,9 +1,9 @@
-// Metrics, policy variants and the summary of the evaluator, without a model.
+// Metrics, policy variants and the progress bar of the evaluator, without a model (the summary:
+// eval_report_test.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "eval/eval_report.h"
 #include "eval/policy_variant.h"
 #include "eval/progress_bar.h"
 #include "eval/seq_metrics.h"
@@ -11,8 +11,6 @@
 
 namespace qevict {
 namespace {
-
-using nlohmann::json;
 
 TEST(SeqMetricsTest, TokenAgreementCountsPositions) {
   const std::vector<int32_t> a = {1, 2, 3, 4}, b = {1, 2, 9, 4, 5};
@@ -75,68 +73,6 @@ TEST(PolicyVariantTest, RejectsBadSpecsByName) {
   EXPECT_NE(message("qevict:query_aware=true").find("unknown key 'query_aware'"), std::string::npos);
   EXPECT_NE(message("h2o:h2o_recent_share=1.5").find("h2o recent share"), std::string::npos);
   EXPECT_NE(message("qevict:q_share=2").find("--kv-q-share"), std::string::npos);  // Validate
-}
-
-json Row(const std::string& task, const std::string& policy, double budget, double accuracy,
-         bool infeasible = false) {
-  return {{"task", task}, {"policy", policy}, {"budget", budget}, {"accuracy", accuracy},
-          {"agreement", 1.0}, {"kl", nullptr}, {"infeasible", infeasible},
-          {"kv", {{"peak_bytes", 100}, {"mean_resident_bytes", 50}, {"promotions", 2}}}};
-}
-
-TEST(EvalReportTest, GroupsAverageAndTableMarksInfeasible) {
-  const std::vector<json> rows = {Row("niah", "full", 1.0, 1.0),  Row("niah", "full", 1.0, 0.0),
-                                  Row("niah", "qevict", 0.1, 1.0), Row("niah", "qevict", 0.1, 0.5),
-                                  Row("niah", "kivi", 0.1, 0.25, true)};
-  const json groups = SummaryGroups(rows);
-  ASSERT_EQ(groups.size(), 3u);
-  EXPECT_EQ(groups[0]["n"], 2);
-  EXPECT_DOUBLE_EQ(groups[0]["accuracy"].get<double>(), 0.5);
-  EXPECT_DOUBLE_EQ(groups[1]["accuracy"].get<double>(), 0.75);
-  EXPECT_DOUBLE_EQ(groups[1]["promotions"].get<double>(), 2.0);
-  EXPECT_TRUE(groups[1]["kl"].is_null());
-  EXPECT_EQ(groups[2]["infeasible_n"], 1);
-  const std::string md = MarkdownTable(groups);
-  EXPECT_NE(md.find("| full (n=2) | 0.50 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| qevict | 0.75 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| kivi | 0.25 (inf.) |"), std::string::npos) << md;
-}
-
-TEST(EvalReportTest, PromptStylesAreSeparateGroupsLabelledOnlyWhenMixed) {
-  auto styled = [](json row, const char* style) {
-    row["prompt_style"] = style;
-    return row;
-  };
-  // One style: no label anywhere, the style in each group.
-  const std::vector<json> completion = {styled(Row("niah", "full", 1.0, 1.0), "completion"),
-                                        styled(Row("niah", "qevict", 0.1, 0.5), "completion")};
-  const json one = SummaryGroups(completion);
-  ASSERT_EQ(one.size(), 2u);
-  EXPECT_EQ(one[0]["prompt_style"], "completion");
-  EXPECT_EQ(one[0]["task"], "niah");
-  const std::string md_one = MarkdownTable(one);
-  EXPECT_NE(md_one.find("### niah — accuracy"), std::string::npos) << md_one;
-  EXPECT_EQ(md_one.find("(completion)"), std::string::npos) << md_one;
-
-  // Mixed with chat rows (and rows from before the field, which were chat): the completion
-  // rows are their own groups and table, with their own full cache.
-  std::vector<json> mixed = {styled(Row("niah", "full", 1.0, 0.0), "chat"),
-                             Row("niah", "qevict", 0.1, 0.0)};
-  mixed.insert(mixed.end(), completion.begin(), completion.end());
-  const json groups = SummaryGroups(mixed);
-  ASSERT_EQ(groups.size(), 4u);
-  EXPECT_EQ(groups[1]["prompt_style"], "chat");
-  EXPECT_EQ(groups[1]["n"], 1);
-  EXPECT_EQ(groups[3]["prompt_style"], "completion");
-  EXPECT_DOUBLE_EQ(groups[3]["accuracy"].get<double>(), 0.5);
-  const std::string md = MarkdownTable(groups);
-  const size_t chat_table = md.find("### niah — accuracy");
-  const size_t completion_table = md.find("### niah (completion) — accuracy");
-  ASSERT_NE(chat_table, std::string::npos) << md;
-  ASSERT_NE(completion_table, std::string::npos) << md;
-  EXPECT_NE(md.find("| full (n=1) | 0.00 |", chat_table), std::string::npos) << md;
-  EXPECT_NE(md.find("| full (n=1) | 1.00 |", completion_table), std::string::npos) << md;
-  EXPECT_NE(md.find("| qevict | 0.50 |", completion_table), std::string::npos) << md;
 }
 
 TEST(ProgressBarTest, FormatsDurations) {

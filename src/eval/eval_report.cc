@@ -1,180 +1,299 @@
 #include "eval/eval_report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
+#include <unordered_map>
+
+#include "eval/eval_rows.h"
+#include "eval/eval_stats.h"
 
 namespace qevict {
 namespace {
 
 using nlohmann::json;
 
-constexpr const char* kMeans[] = {"accuracy", "agreement", "edit_similarity", "kl", "delta_ppl",
-                                  "top1_agreement", "missed_mass", "fmm"};
-constexpr const char* kKvMeans[][2] = {{"peak_bytes", "peak_bytes"},
-                                       {"mean_bytes", "mean_resident_bytes"},
-                                       {"prefill_peak_bytes", "prefill_peak_bytes"},
-                                       {"peak_reserved_bytes", "peak_reserved_bytes"},
-                                       {"reserved_bytes", "reserved_bytes"},
-                                       {"rss_bytes", "rss_bytes"},
-                                       {"peak_rss_bytes", "peak_rss_bytes"},
-                                       {"promotions", "promotions"},
-                                       {"demotions", "demotions"},
-                                       {"evictions", "evictions"}};
+// The metrics of a cell. Proportions get a Wilson interval when every value is 0 or 1; the
+// others (unbounded: KL, ΔPPL) always a bootstrap one.
+struct MetricSpec {
+  const char* name;
+  bool proportion;
+};
+constexpr MetricSpec kMetrics[] = {{"accuracy", true},    {"edit_similarity", true},
+                                   {"agreement", true},   {"top1_agreement", true},
+                                   {"kl", false},         {"delta_ppl", false},
+                                   {"missed_mass", true}, {"fmm", true},
+                                   {"fmm_step", true}};
+constexpr const char* kKvMeans[] = {"peak_bytes",          "mean_resident_bytes",
+                                    "prefill_peak_bytes",  "peak_reserved_bytes",
+                                    "reserved_bytes",      "rss_bytes",
+                                    "peak_rss_bytes",      "promotions",
+                                    "demotions",           "evictions"};
 
-struct Mean {
-  double sum = 0.0;
-  int n = 0;
-  void Add(const json& v) {
-    if (v.is_number()) {
-      sum += v.get<double>();
-      ++n;
-    }
-  }
-  json Get() const { return n > 0 ? json(sum / n) : json(nullptr); }
+struct Row {
+  RowFields f;
+  const json* j;
+  std::string instance;  // (seed, id): what pairs two policies' rows
 };
 
-std::string Format(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
+using Rows = std::vector<const Row*>;
+
+std::optional<double> Number(const json& row, const char* key) {
+  const auto it = row.find(key);
+  if (it == row.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
 }
 
-}  // namespace
-
-// Rows of the two prefill modes are separate groups: prompt-end rows (docs/evaluation.md,
-// "Prefill modes") carry the mode in their label, bounded rows (the default) and full do not.
-std::string PolicyLabel(const json& row) {
-  const std::string policy = row.value("policy", "");
-  return row.value("prefill_mode", "") == "prompt-end" ? policy + " (prompt-end)" : policy;
+bool Binary(const std::vector<double>& values) {
+  return std::all_of(values.begin(), values.end(), [](double v) { return v == 0.0 || v == 1.0; });
 }
 
-// A row's prompt style ("chat" for rows written before styles existed).
-std::string PromptStyleOf(const json& row) {
-  const std::string style = row.value("prompt_style", "");
-  return style.empty() ? "chat" : style;
+double Mean(const std::vector<double>& values) {
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
 }
 
-// Rows of different prompt styles are separate groups. One run has one style, said above its
-// tables; only when the rows mix styles do the completion ones carry it in their task's label,
-// "niah (completion)", so that each style's rows are compared with its own full cache.
-std::string TaskLabel(const json& group, bool mixed_styles) {
-  const std::string task = group.value("task", "");
-  const std::string style = group.value("prompt_style", "chat");
-  return mixed_styles && style != "chat" ? task + " (" + style + ")" : task;
+json OrNull(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json OrNull(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json MetricStats(const std::vector<double>& values, bool proportion, uint64_t seed) {
+  const bool wilson = proportion && Binary(values);
+  const auto n = static_cast<int64_t>(values.size());
+  const Interval ci =
+      wilson ? WilsonInterval(std::count(values.begin(), values.end(), 1.0), n)
+             : BootstrapMeanInterval(values, seed);
+  return {{"mean", Mean(values)}, {"lo", ci.lo}, {"hi", ci.hi}, {"n", n},
+          {"interval", wilson ? "wilson" : "bootstrap"}};
 }
 
-bool MixedStyles(const json& groups) {
-  std::set<std::string> styles;
-  for (const json& g : groups) styles.insert(g.value("prompt_style", "chat"));
-  return styles.size() > 1;
-}
-
-json SummaryGroups(const std::vector<json>& rows) {
-  struct Group {
-    json key;
-    std::map<std::string, Mean> means;
-    int n = 0, infeasible = 0;
-  };
-  std::vector<Group> groups;
-  std::map<std::string, size_t> index;
-  for (const json& row : rows) {
-    const std::string label = PolicyLabel(row);
-    const std::string style = PromptStyleOf(row);
-    const std::string key = row.value("task", "") + "\x1f" + style + "\x1f" + label + "\x1f" +
-                            Format(row.value("budget", 0.0), 4);
-    auto [it, fresh] = index.emplace(key, groups.size());
-    if (fresh) {
-      Group g;
-      g.key = {{"task", row["task"]}, {"policy", label}, {"budget", row["budget"]},
-               {"prefill_mode", row.value("prefill_mode", "")}, {"prompt_style", style}};
-      groups.push_back(std::move(g));
+// One cell: rows of one (model, task, style, mode, policy, budget) at one level.
+json Cell(Rows rows, const std::optional<int64_t>& length, const std::optional<double>& depth) {
+  // Instance order, so that the bootstrap does not depend on the order rows were read in.
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row* a, const Row* b) { return a->instance < b->instance; });
+  const RowFields& f = rows.front()->f;
+  json cell = {{"model", f.model},   {"task", f.task},
+               {"prompt_style", f.prompt_style},
+               {"prefill_mode", f.prefill_mode},
+               {"policy", f.policy}, {"family", PolicyFamily(f.policy)},
+               {"budget", f.budget}, {"length", OrNull(length)},
+               {"depth", OrNull(depth)}};
+  const std::string key = cell.dump();
+  cell["n"] = rows.size();
+  cell["infeasible_n"] =
+      std::count_if(rows.begin(), rows.end(), [](const Row* r) { return r->f.infeasible; });
+  json metrics = json::object();
+  for (const MetricSpec& m : kMetrics) {
+    std::vector<double> values;
+    for (const Row* r : rows) {
+      if (const auto v = Number(*r->j, m.name)) values.push_back(*v);
     }
-    Group& g = groups[it->second];
-    ++g.n;
-    g.infeasible += row.value("infeasible", false) ? 1 : 0;
-    for (const char* m : kMeans) g.means[m].Add(row.contains(m) ? row[m] : json());
-    for (const auto& [name, field] : kKvMeans) {
-      g.means[name].Add(row.contains("kv") ? row["kv"].value(field, json()) : json());
+    if (!values.empty()) {
+      metrics[m.name] = MetricStats(values, m.proportion, SeedFromKey(key + '\x1f' + m.name));
     }
   }
+  cell["metrics"] = std::move(metrics);
+  json kv = json::object();
+  for (const char* name : kKvMeans) {
+    std::vector<double> values;
+    for (const Row* r : rows) {
+      const auto it = r->j->find("kv");
+      if (it == r->j->end() || !it->is_object()) continue;
+      if (const auto v = Number(*it, name)) values.push_back(*v);
+    }
+    kv[name] = values.empty() ? json(nullptr) : json(Mean(values));
+  }
+  cell["kv"] = std::move(kv);
+  return cell;
+}
+
+// Groups in first-appearance order of their key.
+template <typename KeyFn>
+std::vector<Rows> GroupBy(const Rows& rows, KeyFn key) {
+  std::vector<Rows> groups;
+  std::unordered_map<std::string, size_t> index;
+  for (const Row* r : rows) {
+    const auto [it, fresh] = index.emplace(key(*r), groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(r);
+  }
+  return groups;
+}
+
+std::string Budget(double b) { return json(b).dump(); }
+
+json Cells(const Rows& rows) {
+  json cells = json::array();
+  const auto groups = GroupBy(rows, [](const Row& r) {
+    const RowFields& f = r.f;
+    return f.model + '\x1f' + f.task + '\x1f' + f.prompt_style + '\x1f' + f.prefill_mode + '\x1f' +
+           f.policy + '\x1f' + Budget(f.budget);
+  });
+  for (const Rows& group : groups) {
+    cells.push_back(Cell(group, std::nullopt, std::nullopt));
+    std::map<int64_t, Rows> by_length;
+    std::map<std::pair<int64_t, double>, Rows> by_depth;
+    for (const Row* r : group) {
+      if (!r->f.length) continue;
+      by_length[*r->f.length].push_back(r);
+      if (r->f.depth) by_depth[{*r->f.length, *r->f.depth}].push_back(r);
+    }
+    for (const auto& [length, level] : by_length) cells.push_back(Cell(level, length, std::nullopt));
+    for (const auto& [at, level] : by_depth) cells.push_back(Cell(level, at.first, at.second));
+  }
+  return cells;
+}
+
+// The comparison of policies a and b on the instances both have.
+struct PairSpec {
+  json key;  // model, task, prompt_style, prefill_mode, budget, length
+  std::string metric;
+  bool higher_is_better;
+};
+
+std::optional<json> Compare(const PairSpec& spec, const std::string& a, const std::string& b,
+                            const std::map<std::string, double>& values_a,
+                            const std::map<std::string, double>& values_b) {
+  std::vector<double> va, vb;
+  for (const auto& [instance, v] : values_a) {
+    const auto it = values_b.find(instance);
+    if (it == values_b.end()) continue;
+    va.push_back(v);
+    vb.push_back(it->second);
+  }
+  if (va.empty()) return std::nullopt;
+  json c = spec.key;
+  c["metric"] = spec.metric;
+  c["higher_is_better"] = spec.higher_is_better;
+  c["a"] = a;
+  c["b"] = b;
+  const Interval ci = PairedBootstrapInterval(va, vb, SeedFromKey(c.dump()));
+  const double mean_a = Mean(va), mean_b = Mean(vb), diff = mean_a - mean_b;
+  c["same_family"] = PolicyFamily(a) == PolicyFamily(b);
+  c["n"] = va.size();
+  c["mean_a"] = mean_a;
+  c["mean_b"] = mean_b;
+  c["diff"] = diff;
+  c["lo"] = ci.lo;
+  c["hi"] = ci.hi;
+  const bool binary = Binary(va) && Binary(vb);
+  double p = 0.0;
+  if (binary) {
+    int64_t a_only = 0, b_only = 0;
+    for (size_t i = 0; i < va.size(); ++i) {
+      a_only += va[i] > vb[i];
+      b_only += vb[i] > va[i];
+    }
+    p = McNemarExactP(a_only, b_only);
+    c["a_only"] = a_only;
+    c["b_only"] = b_only;
+    c["p"] = p;
+  } else {
+    c["a_only"] = c["b_only"] = c["p"] = nullptr;
+  }
+  // Better: the interval excludes zero on that side (and, binary, McNemar agrees).
+  const double sign = spec.higher_is_better ? 1.0 : -1.0;
+  const bool significant = !binary || p < 0.05;
+  const bool a_better = sign * diff > 0 && (spec.higher_is_better ? ci.lo > 0 : ci.hi < 0);
+  const bool b_better = sign * diff < 0 && (spec.higher_is_better ? ci.hi < 0 : ci.lo > 0);
+  c["verdict"] = significant && a_better ? "a" : significant && b_better ? "b" : "none";
+  return c;
+}
+
+// Every pair of policies among the rows of one comparison group, in first-appearance order.
+void ComparePolicies(const PairSpec& spec, const Rows& rows, json& out) {
+  std::vector<std::string> policies;
+  std::map<std::string, std::map<std::string, double>> values;  // policy -> instance -> value
+  for (const Row* r : rows) {
+    if (!values.count(r->f.policy)) policies.push_back(r->f.policy);
+    auto& of = values[r->f.policy];
+    if (const auto v = Number(*r->j, spec.metric.c_str())) of[r->instance] = *v;
+  }
+  for (size_t i = 0; i < policies.size(); ++i) {
+    for (size_t k = i + 1; k < policies.size(); ++k) {
+      if (auto c = Compare(spec, policies[i], policies[k], values[policies[i]],
+                           values[policies[k]])) {
+        out.push_back(std::move(*c));
+      }
+    }
+  }
+}
+
+json Comparisons(const Rows& rows) {
   json out = json::array();
-  for (const Group& g : groups) {
-    json j = g.key;
-    j["n"] = g.n;
-    j["infeasible_n"] = g.infeasible;
-    for (const auto& [name, mean] : g.means) j[name] = mean.Get();
-    out.push_back(std::move(j));
+  const auto groups = GroupBy(rows, [](const Row& r) {
+    return r.f.model + '\x1f' + r.f.task + '\x1f' + r.f.prompt_style;
+  });
+  for (const Rows& group : groups) {
+    const RowFields& first = group.front()->f;
+    const bool has_kl = std::any_of(group.begin(), group.end(),
+                                    [](const Row* r) { return Number(*r->j, "kl").has_value(); });
+    const std::string metric = PrimaryMetric(first.task, has_kl);
+    Rows full;
+    std::vector<std::string> modes;
+    std::map<std::string, std::set<double>> budgets;
+    for (const Row* r : group) {
+      if (r->f.prefill_mode == "full") {
+        full.push_back(r);
+        continue;
+      }
+      if (!budgets.count(r->f.prefill_mode)) modes.push_back(r->f.prefill_mode);
+      budgets[r->f.prefill_mode].insert(r->f.budget);
+    }
+    for (const std::string& mode : modes) {
+      for (const double budget : budgets[mode]) {
+        // The full cache's rows join every mode's comparisons, at every budget.
+        Rows members;
+        std::set<int64_t> lengths;
+        for (const Row* r : group) {
+          if (r->f.prefill_mode == "full" ||
+              (r->f.prefill_mode == mode && r->f.budget == budget)) {
+            members.push_back(r);
+            if (r->f.length) lengths.insert(*r->f.length);
+          }
+        }
+        std::vector<std::optional<int64_t>> levels = {std::nullopt};
+        levels.insert(levels.end(), lengths.begin(), lengths.end());
+        for (const auto& level : levels) {
+          Rows at;
+          for (const Row* r : members) {
+            if (!level || r->f.length == level) at.push_back(r);
+          }
+          const PairSpec spec{{{"model", first.model},
+                               {"task", first.task},
+                               {"prompt_style", first.prompt_style},
+                               {"prefill_mode", mode},
+                               {"budget", budget},
+                               {"length", OrNull(level)}},
+                              metric,
+                              metric != "kl"};
+          ComparePolicies(spec, at, out);
+        }
+      }
+    }
   }
   return out;
 }
 
-namespace {
-bool IsFull(const std::string& policy) {
-  return policy == "full" || policy.rfind("full[", 0) == 0;  // "full[tag]" of a tagged run
-}
 }  // namespace
 
-std::string MarkdownTable(const json& groups) {
-  std::vector<std::string> tasks, policies;
-  std::set<double> budget_set;
-  std::map<std::string, const json*> cell;  // task|policy|budget
-  auto key = [](const std::string& t, const std::string& p, double b) {
-    return t + "|" + p + "|" + Format(b, 4);
-  };
-  const bool mixed = MixedStyles(groups);
-  for (const json& g : groups) {
-    const std::string task = TaskLabel(g, mixed), policy = g["policy"];
-    if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
-    if (std::find(policies.begin(), policies.end(), policy) == policies.end()) {
-      policies.push_back(policy);
-    }
-    if (!IsFull(policy)) budget_set.insert(g["budget"].get<double>());
-    cell[key(task, IsFull(policy) ? "full" : policy, g["budget"].get<double>())] = &g;
+std::string PrimaryMetric(const std::string& task, bool has_kl) {
+  return has_kl ? "kl" : task == "longgen" ? "edit_similarity" : "accuracy";
+}
+
+json SummarizeRows(const std::vector<json>& rows) {
+  std::vector<Row> parsed;
+  parsed.reserve(rows.size());
+  for (const json& j : rows) {
+    RowFields f = ReadRowFields(j);
+    std::string instance = f.seed.dump() + '\x1f' + f.id;
+    parsed.push_back({std::move(f), &j, std::move(instance)});
   }
-  const std::vector<double> budgets(budget_set.begin(), budget_set.end());
-  std::string md;
-  for (const std::string& task : tasks) {
-    const json* full = cell.count(key(task, "full", 1.0)) ? cell[key(task, "full", 1.0)] : nullptr;
-    const bool ppl = full != nullptr && (*full)["kl"].is_number();
-    const bool longgen = task == "longgen" || task.starts_with("longgen (");
-    const char* metric = ppl ? "kl" : longgen ? "edit_similarity" : "accuracy";
-    md += "### " + task + " — " +
-          (ppl ? std::string("mean KL to the full cache (lower is better)")
-               : longgen ? std::string("edit similarity to the full cache's generation")
-                         : std::string("accuracy")) +
-          "\n\n| policy |";
-    for (double b : budgets) md += " " + Format(b, 2) + " |";
-    md += "\n|---|";
-    for (size_t i = 0; i < budgets.size(); ++i) md += "---:|";
-    md += "\n";
-    if (full != nullptr) {
-      md += "| full (n=" + std::to_string((*full)["n"].get<int>()) + ") |";
-      const json& v = (*full)[ppl ? "accuracy" : metric];
-      const std::string text = v.is_number() ? Format(v.get<double>(), ppl ? 3 : 2) : "—";
-      for (size_t i = 0; i < budgets.size(); ++i) md += " " + (ppl ? "top-1 " + text : text) + " |";
-      md += "\n";
-    }
-    for (const std::string& policy : policies) {
-      if (IsFull(policy)) continue;
-      md += "| " + policy + " |";
-      for (double b : budgets) {
-        const auto it = cell.find(key(task, policy, b));
-        if (it == cell.end() || !(*it->second)[metric].is_number()) {
-          md += " — |";
-          continue;
-        }
-        const json& g = *it->second;
-        md += " " + Format(g[metric].get<double>(), ppl ? 4 : 2);
-        if (g["infeasible_n"].get<int>() > 0) md += " (inf.)";
-        md += " |";
-      }
-      md += "\n";
-    }
-    md += "\n";
-  }
-  return md;
+  Rows all;
+  for (const Row& r : parsed) all.push_back(&r);
+  return {{"format", kSummaryFormat}, {"cells", Cells(all)}, {"comparisons", Comparisons(all)}};
 }
 
 }  // namespace qevict

@@ -1,5 +1,8 @@
-// Aggregates of an evaluation: the summary groups (means per task × policy × budget over the
-// instances) and the Markdown table of policies × budgets per task.
+// Aggregates of an evaluation, with their statistics (docs/evaluation.md, "Summary"): the
+// cells (means of every metric with a 95% interval, per model, task, prompt style, prefill mode,
+// policy and budget, pooled and per length and depth), the paired comparisons of the policies,
+// and the Markdown tables of policies x budgets. `qevict eval` and `qevict report` both write
+// them through these functions.
 #pragma once
 
 #include <string>
@@ -9,17 +12,22 @@
 
 namespace qevict {
 
-// One group per (task, prompt style, policy, budget) in first-seen order, keyed by task, policy
-// (prompt-end rows labelled "policy (prompt-end)"), budget, prefill_mode and prompt_style, with
-// means of accuracy, agreement, edit_similarity, kl, delta_ppl, top1_agreement, peak_bytes,
-// mean_bytes, promotions, demotions, evictions, missed_mass, fmm (null where no row has the
-// metric), n and infeasible_n.
-nlohmann::json SummaryGroups(const std::vector<nlohmann::json>& rows);
+// Version of the summary's shape: "format" in summary.json.
+inline constexpr int kSummaryFormat = 2;
 
-// Per task: a table of mean accuracy (ppl: KL to the full cache; longgen: edit similarity),
-// policies as rows and budgets as columns, the full cache on its own row; "(inf.)" marks means
-// that include rows where the policy could not meet the budget. When the groups mix prompt
-// styles, the completion-style tables are their own, headed "task (completion)".
-std::string MarkdownTable(const nlohmann::json& groups);
+// {"format": 2, "cells": [...], "comparisons": [...]} of the rows (each instance once per
+// policy, budget and prefill mode; `qevict report` merges repeated rows first). The shape is
+// documented in docs/evaluation.md.
+nlohmann::json SummarizeRows(const std::vector<nlohmann::json>& rows);
+
+// The task's primary metric: "kl" for ppl rows, "edit_similarity" for longgen, else "accuracy".
+std::string PrimaryMetric(const std::string& task, bool has_kl);
+
+// Per (model, task, prompt style, prefill mode): a table of the primary metric with its
+// interval, policies as rows and budgets as columns, the full cache's value in every column and
+// "(inf.)" where the mean includes rows that could not meet the budget; pooled over lengths,
+// then one table per length when there are several. Labels name the prompt style or the model
+// only when the cells mix them.
+std::string MarkdownTable(const nlohmann::json& summary);
 
 }  // namespace qevict

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "eval/eval_report.h"
+#include "eval/eval_rows.h"
 #include "eval/policy_variant.h"
 #include "eval/progress_bar.h"
 #include "eval/task_file.h"
@@ -161,6 +162,7 @@ int RunEval(const EvalOptions& o) {
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::HardwareThreads());
   ProgressBar progress(total_work, o.progress);
   std::vector<json> rows;
+  const std::string model_name = ModelName(o.model_path);
   json failed = json::array();
   for (size_t i = 0; i < runnable.size(); ++i) {
     const EvalTask& task = runnable[i];
@@ -168,6 +170,8 @@ int RunEval(const EvalOptions& o) {
     bool first_row = true;
     try {
       RunInstance(model, pool, settings, task, [&](json row) {
+        row["model"] = model_name;
+        row["seed"] = o.grid.seed;  // also for task files: the run's --seed
         rows_out << row.dump() << '\n';
         rows_out.flush();
         const bool bounded = row.value("prefill_mode", "") == "bounded";
@@ -185,8 +189,9 @@ int RunEval(const EvalOptions& o) {
   progress.Finish();
   if (!rows_out) throw Error("writing '" + rows_path + "' failed");
 
-  const json groups = SummaryGroups(rows);
-  json summary = {{"command", o.command_line},
+  const json stats = SummarizeRows(rows);
+  json summary = {{"format", stats["format"]},
+                  {"command", o.command_line},
                   {"model", o.model_path},
                   {"started", started},
                   {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
@@ -212,9 +217,10 @@ int RunEval(const EvalOptions& o) {
                   {"task_file_errors", file_errors},
                   {"skipped", skipped},
                   {"failed", failed},
-                  {"groups", groups}};
+                  {"cells", stats["cells"]},
+                  {"comparisons", stats["comparisons"]}};
   std::ofstream(o.out_dir + "/summary.json", std::ios::trunc) << summary.dump(1) << '\n';
-  const std::string table = MarkdownTable(groups);
+  const std::string table = MarkdownTable(summary);
   const std::string header = PromptStyleLine(settings.prompt_style);
   std::ofstream(o.out_dir + "/table.md", std::ios::trunc)
       << "<!-- " << o.command_line << " -->\n\n" << header << table;

@@ -1,0 +1,56 @@
+// Rows of an evaluation (rows.jsonl, docs/evaluation.md): the fields the summary reads, with the
+// defaults of rows written by older versions, and reading and merging saved rows for
+// `qevict report`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace qevict {
+
+// What the summary reads from a row.
+struct RowFields {
+  std::string model;         // the GGUF file's basename without ".gguf"; "" in older rows
+  nlohmann::json seed;       // the run's --seed; null in older rows
+  std::string task, id, kind, policy;
+  std::string prefill_mode;  // older rows: "full" for the full cache, else "prompt-end"
+  std::string prompt_style;  // older rows: "chat"
+  double budget = 0.0;
+  std::optional<int64_t> length;  // target_tokens when > 0
+  std::optional<double> depth;
+  bool infeasible = false;
+};
+RowFields ReadRowFields(const nlohmann::json& row);
+
+// "full", or "full[TAG]" of a tagged run.
+bool IsFullPolicy(const std::string& policy);
+
+// The policy a name is a variant of: without "[tag]" and ":options", and qevict-* (qevict-qa)
+// counted as qevict's own.
+std::string PolicyFamily(const std::string& policy);
+
+// "models/SmolLM2-135M-Instruct.Q4_1.gguf" -> "SmolLM2-135M-Instruct.Q4_1".
+std::string ModelName(const std::string& model_path);
+
+// The rows of a rows.jsonl, a gzip-compressed rows.jsonl.gz, or a directory holding one of them.
+// Throws qevict::Error for a missing or unreadable input, a line that is not a row
+// ("FILE:LINE: message") and an input without any row. Blank lines are skipped.
+std::vector<nlohmann::json> ReadRowsInput(const std::string& input);
+
+// Rows of several inputs, merged: a later row with the same (model, seed, id, policy, budget,
+// prefill mode, prompt style) replaces the earlier one in its place.
+struct MergedRows {
+  std::vector<nlohmann::json> rows;
+  int64_t replaced = 0;
+  void Add(std::vector<nlohmann::json> more);
+
+ private:
+  std::unordered_map<std::string, size_t> index_;  // key -> position in rows
+};
+
+}  // namespace qevict

@@ -1,0 +1,155 @@
+// MarkdownTable (eval/eval_report.h): the summary's cells as policies x budgets tables.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "eval/eval_report.h"
+
+namespace qevict {
+namespace {
+
+using nlohmann::json;
+using Cells = std::vector<const json*>;
+
+std::string Format(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string MetricTitle(const std::string& metric) {
+  if (metric == "kl") return "mean KL to the full cache (lower is better)";
+  if (metric == "edit_similarity") return "edit similarity to the full cache's generation";
+  return "accuracy";
+}
+
+// "0.83 [0.66, 0.93]", "(inf.)" when the mean includes infeasible rows.
+std::string Value(const json& cell, const std::string& metric) {
+  const json& metrics = cell["metrics"];
+  if (!metrics.contains(metric)) return "—";
+  const json& m = metrics[metric];
+  const int digits = metric == "kl" ? 4 : 2;
+  std::string text = Format(m["mean"].get<double>(), digits) + " [" +
+                     Format(m["lo"].get<double>(), digits) + ", " +
+                     Format(m["hi"].get<double>(), digits) + "]";
+  if (cell["infeasible_n"].get<int64_t>() > 0) text += " (inf.)";
+  return text;
+}
+
+// "policy (n=12)", or "(n=10–12)" when its cells differ.
+std::string Label(const std::string& policy, const Cells& cells) {
+  int64_t lo = INT64_MAX, hi = 0;
+  for (const json* c : cells) {
+    lo = std::min(lo, (*c)["n"].get<int64_t>());
+    hi = std::max(hi, (*c)["n"].get<int64_t>());
+  }
+  return policy + " (n=" + std::to_string(lo) + (lo == hi ? "" : "–" + std::to_string(hi)) + ")";
+}
+
+struct TableSpec {
+  std::string title;   // heading before " — metric"
+  std::string metric;
+  std::string mode;    // the compressed prefill mode, or "full" when there is none
+  json length;         // null: pooled
+};
+
+// Policies as rows (the full cache first, its value in every column), budgets as columns.
+std::string Table(const TableSpec& spec, const Cells& group) {
+  Cells at;
+  std::set<double> budgets;
+  for (const json* c : group) {
+    const std::string mode = (*c)["prefill_mode"];
+    if ((*c)["length"] != spec.length || !(*c)["depth"].is_null()) continue;
+    if (mode != spec.mode && mode != "full") continue;
+    at.push_back(c);
+    if (mode == spec.mode) budgets.insert((*c)["budget"].get<double>());
+  }
+  if (at.empty()) return "";
+  std::vector<std::string> policies;
+  for (const bool full : {true, false}) {
+    for (const json* c : at) {
+      const std::string policy = (*c)["policy"];
+      if (((*c)["prefill_mode"] == "full") != full) continue;
+      if (std::find(policies.begin(), policies.end(), policy) == policies.end()) {
+        policies.push_back(policy);
+      }
+    }
+  }
+  std::string md = "### " + spec.title + " — " + MetricTitle(spec.metric) +
+                   (spec.mode == "full" ? "" : ", " + spec.mode + " prefill") + "\n\n| policy |";
+  for (double b : budgets) md += " " + Format(b, 2) + " |";
+  md += "\n|---|";
+  for (size_t i = 0; i < budgets.size(); ++i) md += "---:|";
+  md += "\n";
+  for (const std::string& policy : policies) {
+    Cells mine;
+    for (const json* c : at) {
+      if ((*c)["policy"] == policy) mine.push_back(c);
+    }
+    md += "| " + Label(policy, mine) + " |";
+    for (double b : budgets) {
+      const json* cell = nullptr;
+      for (const json* c : mine) {
+        if ((*c)["prefill_mode"] == "full" || (*c)["budget"].get<double>() == b) cell = c;
+      }
+      md += " " + (cell != nullptr ? Value(*cell, spec.metric) : std::string("—")) + " |";
+    }
+    md += "\n";
+  }
+  return md + "\n";
+}
+
+}  // namespace
+
+std::string MarkdownTable(const json& summary) {
+  const json& cells = summary.at("cells");
+  std::set<std::string> styles, models;
+  std::vector<std::string> order;  // (model, task, style) in first-appearance order
+  std::map<std::string, Cells> groups;
+  for (const json& c : cells) {
+    styles.insert(c["prompt_style"].get<std::string>());
+    models.insert(c["model"].get<std::string>());
+    const std::string key = c["model"].get<std::string>() + '\x1f' + c["task"].get<std::string>() +
+                            '\x1f' + c["prompt_style"].get<std::string>();
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(&c);
+  }
+  std::string md;
+  for (const std::string& key : order) {
+    const Cells& group = groups[key];
+    const json& first = *group.front();
+    const std::string task = first["task"], style = first["prompt_style"], model = first["model"];
+    bool has_kl = false;
+    std::vector<std::string> modes;
+    std::set<int64_t> lengths;
+    for (const json* c : group) {
+      has_kl = has_kl || (*c)["metrics"].contains("kl");
+      const std::string mode = (*c)["prefill_mode"];
+      if (mode != "full" && std::find(modes.begin(), modes.end(), mode) == modes.end()) {
+        modes.push_back(mode);
+      }
+      if ((*c)["length"].is_number()) lengths.insert((*c)["length"].get<int64_t>());
+    }
+    if (modes.empty()) modes.push_back("full");  // only the full cache: one column
+    std::string title = task;
+    if (styles.size() > 1 && style != "chat") title += " (" + style + ")";
+    if (models.size() > 1) title += ", " + (model.empty() ? std::string("unnamed model") : model);
+    TableSpec spec{title, PrimaryMetric(task, has_kl), "", nullptr};
+    for (const std::string& mode : modes) {
+      spec.mode = mode;
+      spec.title = title;
+      spec.length = nullptr;
+      md += Table(spec, group);
+      if (lengths.size() < 2) continue;
+      for (int64_t length : lengths) {
+        spec.title = title + " at " + std::to_string(length) + " tokens";
+        spec.length = length;
+        md += Table(spec, group);
+      }
+    }
+  }
+  return md;
+}
+
+}  // namespace qevict
