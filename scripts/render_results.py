@@ -206,7 +206,9 @@ class Page:
                 cell = report.full_cell(model, task, style, length)
                 self.full[(model, task, style, length)] = (full_status(cell, metric), metric,
                                                           cell)
-        self.levels = judged_levels(report.comparisons)
+        levels = judged_levels(report.comparisons)
+        self.judged = [c for c in report.comparisons
+                       if (c["length"] is None) == (comparison_group(c) not in levels)]
 
     def excluded(self, model, task, style, length):
         """Why a cell cannot carry a verdict ("the full cache fails", ...), or None."""
@@ -216,8 +218,7 @@ class Page:
     def comparisons(self):
         """The comparisons at the level the page judges: per length where the task has lengths,
         pooled where it has none."""
-        return [c for c in self.report.comparisons
-                if (c["length"] is None) == (comparison_group(c) not in self.levels)]
+        return self.judged
 
     def infeasible(self, c, policy):
         cell = self.report.cell(c["model"], c["task"], c["prompt_style"],
@@ -322,10 +323,11 @@ def section_reading():
             f"- Every mean carries its 95% interval, \"mean [lo, hi]\": Wilson for scores that "
             "are 0 or 1 (accuracy of one-question tasks), bootstrap otherwise; n is the number "
             "of instances.",
-            "- \"A beats B\" comes only from a paired comparison on the same instances (matched "
-            "by instance id): the paired bootstrap 95% interval of the difference A − B must "
-            "exclude zero (for 0/1 scores the exact McNemar test is given too). Otherwise the "
-            "page says \"no detectable difference\". There is no threshold of points.",
+            "- \"A beats B\" comes only from `qevict report`'s paired comparison on the same "
+            "instances (matched by seed and id): the paired bootstrap 95% interval of the "
+            "difference A − B excludes zero and, for 0/1 scores, the exact McNemar test agrees "
+            "(p < 0.05). Otherwise the page says \"no detectable difference\". There is no "
+            "threshold of points.",
             f"- A (model, task, length) on which the full cache scores below "
             f"{FULL_FAILS_BELOW:g} says nothing about compression: it is excluded from every "
             "verdict, and said so.",
@@ -384,10 +386,10 @@ def goal_a_parts(page, key, length):
         return [("**MISSED**", f"qevict cannot meet the budget on {qcell['infeasible_n']} of "
                  f"{qcell['n']} instances")]
     parts = []
-    full = next((c for c in page.comparisons() if comparison_group(c) == key
-                 and c["length"] == length and pe.rnd(c["budget"]) == budget
-                 and "qevict" in (c["a"], c["b"]) and is_full(c["b"] if c["a"] == "qevict"
-                                                               else c["a"])), None)
+    full = page.find(key, length, budget, "qevict", "full") or next(
+        (c for c in page.comparisons() if comparison_group(c) == key and c["length"] == length
+         and pe.rnd(c["budget"]) == budget and "qevict" in (c["a"], c["b"])
+         and is_full(c["b"] if c["a"] == "qevict" else c["a"])), None)
     if full is None:
         parts.append(("**NOT EVALUATED**", "no full-cache rows on these instances"))
     else:
@@ -726,8 +728,8 @@ def wins_block(page, policy, group, cs):
             lines.append(verdict_line(c, v, policy))
     model, style, mode = group
     out = [f"### {model} · {style} prompts · {MODE_TITLES.get(mode, mode)}", ""]
-    out += lines or [f"No comparison of {policy} has a verdict here: every interval of a "
-                     "difference includes zero."]
+    out += lines or [f"No comparison of {policy} has a verdict here: no detectable "
+                     "difference anywhere."]
     out += [""] + (tally_table(tally) if tally else ["Nothing to tally."]) + [""]
     excluded = sorted(set(skipped["excluded"]))
     if excluded:
