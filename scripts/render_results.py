@@ -570,15 +570,17 @@ def table_metrics(metric):
             "edit_similarity": ["edit_similarity", "agreement"]}.get(metric, [metric])
 
 
+def inf_mark(cell):
+    """" (inf.)" when every row of the cell was infeasible, " (inf. k/n)" when some were."""
+    k, n = cell["infeasible_n"], cell["n"]
+    return "" if not k else (" (inf.)" if k == n else f" (inf. {k}/{n})")
+
+
 def cell_text(cell, metric, typical_n):
     s = pe.stat(cell, metric)
     if not s:
         return DASH
-    text = fmt_stat(s, metric_spec(metric))
-    if cell["infeasible_n"] == cell["n"]:
-        text += " (inf.)"
-    elif cell["infeasible_n"]:
-        text += f" (inf. {cell['infeasible_n']}/{cell['n']})"
+    text = fmt_stat(s, metric_spec(metric)) + inf_mark(cell)
     if s["n"] != typical_n:
         text += f" (n={s['n']})"
     return text
@@ -652,8 +654,7 @@ def memory_text(cell, keys=MEMORY_KEYS):
     if cell is None:
         return DASH
     return " / ".join(fmt_mib(pe.kv_mean(cell, k), "{:.0f}" if k.endswith("rss_bytes")
-                              else "{:.1f}") for k in keys) \
-        + (" (inf.)" if cell["infeasible_n"] else "")
+                              else "{:.1f}") for k in keys) + inf_mark(cell)
 
 
 def memory_table(page, key, length):
@@ -798,8 +799,7 @@ def section_ablations(page):
 
 # ----------------------------------------------------------------------------- diagnostics
 def diag_row(cell, metrics):
-    row = [pe.fmt_budget(cell["budget"]), cell["policy"] + (" (inf.)" if cell["infeasible_n"]
-                                                            else ""), str(cell["n"])]
+    row = [pe.fmt_budget(cell["budget"]), cell["policy"] + inf_mark(cell), str(cell["n"])]
     row += [DASH if pe.kv_mean(cell, k) is None else f"{pe.kv_mean(cell, k):.1f}"
             for k in ("promotions", "demotions", "evictions")]
     return row + [fmt_stat(pe.stat(cell, m), "{:.3f}") for m, _ in metrics]
