@@ -1,28 +1,37 @@
 #!/usr/bin/env python3
-"""Draws the pictures of a `qevict eval` run (matplotlib, Agg backend, deterministic PNGs).
+"""Draws the pictures of `qevict eval` runs from the statistics of `qevict report`.
 
-    scripts/plot_eval.py DIR [--out PLOTDIR]        (PLOTDIR defaults to DIR/plots)
+    scripts/plot_eval.py DIR [DIR ...] [--out PLOTDIR] [--qevict BIN]
 
-Reads DIR/rows.jsonl (one row per task instance x policy x budget) and writes, each only when
-its data is present:
-  needle_<policy>.png    niah accuracy heatmaps: context length x depth, one panel per budget
-  passkey_<policy>.png   the same for passkey
-  accuracy_<task>.png    accuracy vs budget per policy ("questions" tasks; agreement with the
-                         full cache's output for "longgen" tasks), full cache as a dashed line
-  kl_<task>.png          KL to the full cache (log) and delta-PPL vs budget ("ppl" tasks)
-  resident_bytes.png     peak resident KV MiB vs context length, one panel per budget
-  fmm_steps.png          missed attention mass over decode steps, one panel per budget
-
-Infeasible points (the policy could not meet the budget) are drawn hollow. Every policy has one
-color and marker in every picture; qevict is drawn thick. scripts/render_results.py imports the
-helpers and render_all() from here.
+Each DIR is a `qevict eval` output directory (rows.jsonl or rows.jsonl.gz, and summary.json).
+`qevict report` (BIN, default build/qevict of this checkout) merges their rows and computes every
+mean and 95% interval; nothing is averaged here. The pictures are drawn from its cells, one file
+per model x task x prompt style x prefill mode, each only when its data is present (PLOTDIR
+defaults to the first DIR's plots/):
+  budget_<key>.png           the task's metric vs budget per policy, one panel per context
+                             length, 95% interval bands; the full cache dashed with its band
+                             (ppl: KL to the full cache, log, and ΔPPL)
+  heatmap_<key>_<policy>.png accuracy by context length x needle depth, one panel per budget
+                             (tasks with at least two lengths and two depths)
+  memory_<key>.png           KV ledger bytes (mean resident, peak), peak pool-reserved bytes and
+                             peak process RSS vs context length, one column per budget
+  steps_<key>.png            missed attention mass over the decode steps of ONE instance (its
+                             rows' missed_mass_steps as recorded, not averaged), one panel per
+                             budget; needs a shadow run (--shadow)
+Policy variants and tagged runs ("policy:key=value", "policy[tag]") are in the tables only.
+Infeasible points (rows that could not meet the budget) are drawn hollow. Every policy has one
+color and marker in every picture; qevict is drawn thick. PNGs carry no timestamp: the same input
+gives the same bytes. scripts/render_results.py imports run_report() and render_all() from here.
 """
 import argparse
 import gzip
 import json
 import math
 import os
+import re
+import subprocess
 import sys
+import tempfile
 
 import matplotlib
 
@@ -37,53 +46,60 @@ matplotlib.rcParams["svg.hashsalt"] = "qevict"
 matplotlib.rcParams["path.simplify"] = True
 SAVE_KW = {"dpi": 110, "metadata": {"Software": None}}
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_QEVICT = os.path.join(ROOT, "build", "qevict")
+
 POLICY_ORDER = ["full", "streaming", "h2o", "tova", "snapkv", "pyramidkv", "kivi", "mikv",
-                "qevict"]
+                "qevict", "qevict-qa"]
 KEEP_OR_DROP = ["streaming", "h2o", "tova", "snapkv", "pyramidkv"]
 POLICY_COLORS = {
     "full": "#000000", "streaming": "#7f7f7f", "h2o": "#1f77b4", "tova": "#17becf",
     "snapkv": "#ff7f0e", "pyramidkv": "#8c564b", "kivi": "#9467bd", "mikv": "#2ca02c",
-    "qevict": "#d62728",
+    "qevict": "#d62728", "qevict-qa": "#e377c2",
 }
 POLICY_MARKERS = {
     "full": "o", "streaming": "v", "h2o": "s", "tova": "^", "snapkv": "D", "pyramidkv": "P",
-    "kivi": "X", "mikv": "o", "qevict": "*",
+    "kivi": "X", "mikv": "o", "qevict": "*", "qevict-qa": "h",
 }
-EXTRA_COLORS = ["#e377c2", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39"]
+EXTRA_COLORS = ["#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#5254a3"]
 MIB = 1024.0 * 1024.0
-# Patterns of the files this module writes (render_results.py removes stale ones).
-OUTPUT_PATTERNS = ("needle_*.png", "passkey_*.png", "accuracy_*.png", "kl_*.png",
+PROPORTIONS = ("accuracy", "edit_similarity", "agreement", "top1_agreement")
+# Patterns of the files this module writes (render_results.py removes stale ones; the last ones
+# are the names older versions wrote).
+OUTPUT_PATTERNS = ("budget_*.png", "heatmap_*.png", "memory_*.png", "steps_*.png",
+                   "needle_*.png", "passkey_*.png", "accuracy_*.png", "kl_*.png",
                    "resident_bytes.png", "fmm_steps.png")
 
 
-# ----------------------------------------------------------------------------- data helpers
-def load_rows(directory):
-    """Rows of DIR/rows.jsonl (or DIR/rows.jsonl.gz, as committed under docs/); malformed lines
-    are reported on stderr and skipped."""
+# ----------------------------------------------------------------------------- run directories
+def rows_path(directory):
+    """DIR/rows.jsonl, else DIR/rows.jsonl.gz (as committed under docs/)."""
     path = os.path.join(directory, "rows.jsonl")
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"
+    return path if os.path.exists(path) else path + ".gz"
+
+
+def load_rows(directory):
+    """Rows of DIR/rows.jsonl(.gz), for what is not an aggregate (counts, one instance's curve);
+    malformed lines are reported on stderr and skipped."""
+    path = rows_path(directory)
     rows = []
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
+            if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 print(f"{path}:{lineno}: skipped, not JSON ({e})", file=sys.stderr)
                 continue
-            if not isinstance(row, dict) or "task" not in row or "policy" not in row:
-                print(f"{path}:{lineno}: skipped, no task/policy", file=sys.stderr)
-                continue
-            rows.append(row)
+            if isinstance(row, dict) and "task" in row and "policy" in row:
+                rows.append(row)
     return rows
 
 
 def load_summary(directory):
-    """DIR/summary.json as a dict, or None when absent or unreadable."""
+    """DIR/summary.json (the run's metadata) as a dict, or None when absent or unreadable."""
     path = os.path.join(directory, "summary.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -93,14 +109,124 @@ def load_summary(directory):
         return None
 
 
-def budget_of(row):
-    """The row's budget rounded so that equal budgets compare equal (full: 1.0)."""
-    b = row.get("budget")
-    if b is None:
-        b = 1.0
-    return round(float(b), 6)
+def model_name(path):
+    """"models/SmolLM2-135M-Instruct.Q4_1.gguf" -> "SmolLM2-135M-Instruct.Q4_1" ("?" if none)."""
+    return os.path.basename(str(path or "?")).removesuffix(".gguf")
 
 
+# ----------------------------------------------------------------------------- qevict report
+class Report:
+    """The cells and paired comparisons `qevict report` computed, indexed for lookups."""
+
+    def __init__(self, cells, comparisons, rows, replaced):
+        self.cells = cells
+        self.comparisons = comparisons
+        self.rows = rows          # rows after merging
+        self.replaced = replaced  # rows replaced by a later run's
+        self._index = {cell_key(c): c for c in cells}
+
+    def cell(self, model, task, style, mode, policy, budget, length=None, depth=None):
+        return self._index.get((model, task, style, mode, policy, rnd(budget), length,
+                                rnd(depth)))
+
+    def tables(self):
+        """[(model, task, style, mode)] of the compressed prefill modes, in report order."""
+        return unique((c["model"], c["task"], c["prompt_style"], c["prefill_mode"])
+                      for c in self.cells if c["prefill_mode"] != "full")
+
+    def tasks(self):
+        """[(model, task, style)] in report order."""
+        return unique((c["model"], c["task"], c["prompt_style"]) for c in self.cells)
+
+    def of(self, model, task, style, mode=None):
+        """Cells of a (model, task, style), of one prefill mode when given."""
+        return [c for c in self.cells if (c["model"], c["task"], c["prompt_style"])
+                == (model, task, style) and (mode is None or c["prefill_mode"] == mode)]
+
+    def lengths(self, model, task, style):
+        """Lengths with cells, ascending: [None] when there are only pooled cells."""
+        found = sorted({c["length"] for c in self.of(model, task, style)
+                        if c["length"] is not None})
+        return found or [None]
+
+    def full_cell(self, model, task, style, length=None, depth=None):
+        """The full cache's cell ("full", else a tagged run's "full[TAG]"), or None."""
+        cells = [c for c in self.of(model, task, style, "full")
+                 if c["length"] == length and rnd(c["depth"]) == rnd(depth)]
+        cells.sort(key=lambda c: c["policy"] != "full")
+        return cells[0] if cells else None
+
+    def metric(self, model, task, style):
+        """The metric the report compares this task by (its comparisons' "metric")."""
+        for c in self.comparisons:
+            if (c["model"], c["task"], c["prompt_style"]) == (model, task, style):
+                return c["metric"]
+        cells = self.of(model, task, style)
+        if any("kl" in c["metrics"] for c in cells):
+            return "kl"
+        return "edit_similarity" if task == "longgen" else "accuracy"
+
+
+def rnd(x):
+    return None if x is None else round(float(x), 6)
+
+
+def cell_key(c):
+    return (c["model"], c["task"], c["prompt_style"], c["prefill_mode"], c["policy"],
+            rnd(c["budget"]), c["length"], rnd(c["depth"]))
+
+
+def unique(items):
+    out, seen = [], set()
+    for x in items:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def model_groups(dirs, summaries):
+    """[(model, [dir, ...])]: the run directories of each model, in order of appearance. Rows
+    written before rows carried their model say nothing about it, so each model's runs go to
+    `qevict report` on their own and their cells get the model of the runs' summary.json."""
+    groups = {}
+    for d, summ in zip(dirs, summaries):
+        groups.setdefault(model_name((summ or {}).get("model")), []).append(d)
+    return list(groups.items())
+
+
+def run_qevict_report(binary, dirs, out_dir):
+    """`BIN report -o OUT DIR...`; returns OUT/summary.json as a dict."""
+    cmd = [binary, "report", "-o", out_dir] + list(dirs)
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        raise SystemExit(f"cannot run {binary} ({e}): build it (cmake --build build --target "
+                         "qevict) or pass --qevict BIN") from e
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr.strip()}")
+    with open(os.path.join(out_dir, "summary.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def run_report(binary, dirs, summaries=None):
+    """Report over the run directories, one `qevict report` per model (see model_groups)."""
+    if summaries is None:
+        summaries = [load_summary(d) for d in dirs]
+    cells, comparisons, rows, replaced = [], [], 0, 0
+    with tempfile.TemporaryDirectory(prefix="qevict-report-") as tmp:
+        for i, (model, group_dirs) in enumerate(model_groups(dirs, summaries)):
+            summary = run_qevict_report(binary, group_dirs, os.path.join(tmp, str(i)))
+            for item in summary["cells"] + summary["comparisons"]:
+                item["model"] = item.get("model") or model
+            cells += summary["cells"]
+            comparisons += summary["comparisons"]
+            rows += summary.get("rows", 0)
+            replaced += summary.get("replaced", 0)
+    return Report(cells, comparisons, rows, replaced)
+
+
+# ----------------------------------------------------------------------------- small helpers
 def fmt_budget(b):
     return f"{b:g}"
 
@@ -116,37 +242,18 @@ def num(x):
     return v if math.isfinite(v) else None
 
 
-def mean(values):
-    vals = [v for v in (num(x) for x in values) if v is not None]
-    return sum(vals) / len(vals) if vals else None
+def stat(cell, metric):
+    """The cell's {"mean", "lo", "hi", "n", "interval"} of a metric, or None."""
+    return (cell or {}).get("metrics", {}).get(metric)
 
 
-def kv(row, key):
-    k = row.get("kv")
-    return num(k.get(key)) if isinstance(k, dict) else None
+def kv_mean(cell, key):
+    return num(((cell or {}).get("kv") or {}).get(key))
 
 
-def is_infeasible(row):
-    return bool(row.get("infeasible"))
-
-
-def context_of(row):
-    """Context length of a row: the target length when the task has one, else the prompt."""
-    t = num(row.get("target_tokens"))
-    if t:
-        return int(t)
-    p = num(row.get("prompt_tokens"))
-    return int(p) if p else None
-
-
-def task_kind(rows, task):
-    """The kind ("questions", "longgen", "ppl") most rows of a task carry."""
-    counts = {}
-    for r in rows:
-        if r.get("task") == task:
-            k = r.get("kind") or "questions"
-            counts[k] = counts.get(k, 0) + 1
-    return max(sorted(counts), key=lambda k: counts[k]) if counts else "questions"
+def is_variant(policy):
+    """An ablation variant or a tagged run's policy: "qevict:recovery=exact", "mikv[bits4]"."""
+    return any(ch in policy for ch in ":[")
 
 
 def ordered_policies(names):
@@ -155,14 +262,28 @@ def ordered_policies(names):
     return known + sorted(names - set(POLICY_ORDER))
 
 
-def ordered_tasks(rows):
-    seen = []
-    for r in rows:
-        if r["task"] not in seen:
-            seen.append(r["task"])
-    # Preferred order of the built-in tasks, then the rest in order of appearance.
-    pref = ["passkey", "niah", "multikey", "vt", "drift", "longgen", "ppl", "file"]
-    return [t for t in pref if t in seen] + [t for t in seen if t not in pref]
+def slug(*parts):
+    """A file-name-safe key of the parts (no spaces, brackets or colons)."""
+    text = "_".join(str(p) for p in parts if p not in (None, ""))
+    return re.sub(r"[^A-Za-z0-9._=-]+", "-", text).strip("-")
+
+
+def metric_label(metric):
+    return {"accuracy": "accuracy", "edit_similarity": "edit similarity with the full cache",
+            "agreement": "token agreement with the full cache",
+            "top1_agreement": "top-1 agreement with the full cache",
+            "kl": "KL to the full cache", "delta_ppl": "ΔPPL vs the full cache"}.get(metric,
+                                                                                    metric)
+
+
+def mode_label(mode):
+    return {"prompt-end": "prompt-end (the paper's setting)",
+            "bounded": "bounded (512-token chunks)"}.get(mode, mode)
+
+
+def title_of(key):
+    model, task, style, mode = key
+    return f"{model} · {task} · {style} prompts · {mode_label(mode)}"
 
 
 def policy_style(policy, all_policies=()):
@@ -180,27 +301,6 @@ def policy_style(policy, all_policies=()):
     return style
 
 
-def compressed_budgets(rows):
-    """Budgets of the rows of compressing policies (all but full), ascending."""
-    return sorted({budget_of(r) for r in rows if r.get("policy") != "full"})
-
-
-def group(rows, keyfn):
-    out = {}
-    for r in rows:
-        out.setdefault(keyfn(r), []).append(r)
-    return out
-
-
-def primary_metric(kind):
-    """(row key, label) of the number a task of this kind is judged by in the curves."""
-    if kind == "longgen":
-        return "agreement", "agreement with the full cache's output"
-    if kind == "ppl":
-        return "kl", "KL to the full cache"
-    return "accuracy", "accuracy"
-
-
 # ----------------------------------------------------------------------------- drawing helpers
 def _save(fig, path):
     fig.savefig(path, **SAVE_KW)
@@ -213,11 +313,14 @@ def _infeasible_handle():
                   markeredgecolor="#444444", markersize=7, label="hollow = infeasible")
 
 
-def _plot_policy_curve(ax, xs, ys, infeas, policy, policies):
-    """A line through (xs, ys); infeasible points drawn hollow."""
+def _plot_policy_curve(ax, xs, ys, infeas, policy, policies, band=None):
+    """A line through (xs, ys) with an optional (lo, hi) band; infeasible points hollow."""
     st = policy_style(policy, policies)
     ax.plot(xs, ys, label=policy, color=st["color"], linewidth=st["linewidth"],
             zorder=st["zorder"])
+    if band is not None:
+        ax.fill_between(xs, band[0], band[1], color=st["color"], alpha=0.08, linewidth=0,
+                        zorder=st["zorder"] - 1)
     for x, y, bad in zip(xs, ys, infeas):
         ax.plot([x], [y], linestyle="none", marker=st["marker"], markersize=st["markersize"],
                 color=st["color"], markerfacecolor="white" if bad else st["color"],
@@ -237,12 +340,11 @@ def _legend(fig, axes, extra=()):
     for ax in np.ravel(axes):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lab, h)
-    references = [lab for lab in seen if lab.startswith("full") or lab == "budget"]
+    references = [lab for lab in seen if lab.startswith("full")]
     policies = ordered_policies(set(seen) - set(references))
-    labels = policies + references
     handles = [_policy_handle(p, policies) for p in policies] \
         + [seen[lab] for lab in references] + list(extra)
-    names = labels + [h.get_label() for h in extra]
+    names = policies + references + [h.get_label() for h in extra]
     if handles:
         fig.legend(handles, names, loc="outside right upper", fontsize=8, frameon=False)
 
@@ -258,264 +360,380 @@ def _budget_axis(ax, budgets):
     ax.grid(True, alpha=0.3)
 
 
-# ----------------------------------------------------------------------------- pictures
-def plot_needles(rows, outdir, task="niah", prefix="needle"):
-    """One heatmap file per policy for `task`: context length x depth, panel per budget."""
-    # Ablation variants and tagged runs ("policy:key=value", "policy[tag]") get curves only.
-    trows = [r for r in rows if r.get("task") == task and context_of(r)
-             and not any(c in r["policy"] for c in ":[")]
-    if not trows:
-        return []
-    lengths = sorted({context_of(r) for r in trows})
-    depths = sorted({num(r.get("depth")) for r in trows}, key=lambda d: (d is None, d or 0))
-    cmap = matplotlib.colormaps["RdYlGn"].copy()
-    cmap.set_bad("#d9d9d9")
-    written = []
-    by_policy = group(trows, lambda r: r["policy"])
-    for policy in ordered_policies(by_policy):
-        prow = by_policy[policy]
-        budgets = sorted({budget_of(r) for r in prow})
-        ncols = len(budgets)
-        fig, axes = plt.subplots(1, ncols, figsize=(0.9 * len(lengths) * ncols + 2.2,
-                                                    0.45 * len(depths) + 1.9),
-                                 squeeze=False, layout="constrained")
-        any_inf = False
-        im = None
-        for ax, b in zip(axes[0], budgets):
-            grid = np.full((len(depths), len(lengths)), np.nan)
-            inf = np.zeros_like(grid, dtype=bool)
-            cells = group([r for r in prow if budget_of(r) == b],
-                          lambda r: (num(r.get("depth")), context_of(r)))
-            for (d, length), rs in cells.items():
-                m = mean(r.get("accuracy") for r in rs)
-                i, j = depths.index(d), lengths.index(length)
-                grid[i, j] = np.nan if m is None else m
-                inf[i, j] = any(is_infeasible(r) for r in rs)
-            im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0.0, vmax=1.0,
-                           aspect="auto", interpolation="nearest")
-            for i in range(len(depths)):
-                for j in range(len(lengths)):
-                    text = "–" if np.isnan(grid[i, j]) else f"{grid[i, j]:.2f}"
-                    if inf[i, j]:
-                        text += "*"
-                        any_inf = True
-                    dark = not np.isnan(grid[i, j]) and (grid[i, j] < 0.15 or grid[i, j] > 0.85)
-                    ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                            color="white" if dark else "black")
-            ax.set_xticks(range(len(lengths)))
-            ax.set_xticklabels([str(x) for x in lengths], fontsize=8)
-            ax.set_yticks(range(len(depths)))
-            ax.set_yticklabels(["n/a" if d is None else f"{d:g}" for d in depths], fontsize=8)
-            ax.set_xlabel("context length (tokens)")
-            ax.set_title("full cache" if policy == "full" else f"budget {fmt_budget(b)}",
-                         fontsize=9)
-        axes[0][0].set_ylabel("needle depth")
-        if im is not None:
-            fig.colorbar(im, ax=axes[0].tolist(), shrink=0.9, label="accuracy")
-        title = f"{task}: {policy}"
-        if any_inf:
-            title += "   (* infeasible: not an equal-bytes comparison)"
-        fig.suptitle(title, fontsize=10, fontweight="bold" if policy == "qevict" else "normal")
-        written.append(_save(fig, os.path.join(outdir, f"{prefix}_{policy}.png")))
-    return written
+def _length_axis(ax, lengths):
+    ax.set_xscale("log")
+    ax.set_xticks(lengths)
+    ax.set_xticklabels([str(x) for x in lengths], fontsize=8)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_xlabel("context length (tokens)")
+    ax.grid(True, alpha=0.3)
 
 
-def _curve_points(rows, key):
-    """{policy: [(budget, mean value, any infeasible)]} over compressing policies."""
-    out = {}
-    for (policy, b), rs in sorted(group(rows, lambda r: (r["policy"], budget_of(r))).items()):
-        if policy == "full":
+def _mib_axis(ax):
+    """Log y axis labelled with plain numbers."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def _panels(n, width, height, columns=4, **kw):
+    """A grid of n panels, `columns` at most per line: (fig, [axes in order], axes array)."""
+    ncols = min(n, columns)
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols + 1.8, height * nrows),
+                             squeeze=False, layout="constrained", **kw)
+    for idx in range(n, nrows * ncols):
+        axes[idx // ncols][idx % ncols].set_visible(False)
+    return fig, [axes[i // ncols][i % ncols] for i in range(n)], axes
+
+
+def _length_title(length):
+    return "all lengths" if length is None else f"{length} tokens"
+
+
+# ----------------------------------------------------------------------------- budget curves
+def _budget_points(report, key, policy, metric, length):
+    """[(budget, mean, lo, hi, infeasible)] of a policy's cells, by budget."""
+    model, task, style, mode = key
+    pts = []
+    for c in report.of(model, task, style, mode):
+        s = stat(c, metric)
+        if c["policy"] == policy and c["length"] == length and c["depth"] is None and s:
+            pts.append((rnd(c["budget"]), s["mean"], s["lo"], s["hi"], c["infeasible_n"] > 0))
+    return sorted(pts)
+
+
+def _draw_full(ax, cell, metric):
+    """The full cache's mean (dashed) and its 95% band."""
+    s = stat(cell, metric)
+    if not s:
+        return
+    ax.axhspan(s["lo"], s["hi"], color="black", alpha=0.07, linewidth=0)
+    ax.axhline(s["mean"], color="black", linestyle="--", linewidth=1.3,
+               label=f"full ({s['mean']:.2f} [{s['lo']:.2f}, {s['hi']:.2f}])")
+
+
+def _draw_budget_panel(ax, report, key, metric, length, policies, log=False):
+    """One panel: every policy's curve and band at one length; True when it drew a policy."""
+    drew = any_inf = False
+    budgets = set()
+    for policy in policies:
+        pts = _budget_points(report, key, policy, metric, length)
+        if not pts:
             continue
-        m = mean(r.get(key) for r in rs)
-        if m is not None:
-            out.setdefault(policy, []).append((b, m, any(is_infeasible(r) for r in rs)))
-    return out
+        bs, ms, los, his, inf = (list(x) for x in zip(*pts))
+        if log:  # KL can be 0 (identical distributions): clip to show it on the log axis
+            floor = 1e-5
+            ms, los, his = ([max(v, floor) for v in vs] for vs in (ms, los, his))
+        _plot_policy_curve(ax, bs, ms, inf, policy, policies, band=(los, his))
+        budgets.update(bs)
+        drew = True
+        any_inf = any_inf or any(inf)
+    if not log:
+        model, task, style, _ = key
+        _draw_full(ax, report.full_cell(model, task, style, length), metric)
+    if metric in PROPORTIONS:
+        ax.set_ylim(-0.03, 1.05)
+    if log:
+        ax.set_yscale("log")
+    _budget_axis(ax, sorted(budgets) or [1.0])
+    ax.set_ylabel(metric_label(metric) + (" (log)" if log else ""))
+    ax.set_title(_length_title(length), fontsize=9)
+    return drew, any_inf
 
 
-def plot_task_curve(rows, outdir, task):
-    """accuracy_<task>.png (questions / longgen) or kl_<task>.png (ppl); None without data."""
-    trows = [r for r in rows if r.get("task") == task]
-    kind = task_kind(rows, task)
-    budgets = compressed_budgets(trows)
-    if not budgets:
-        return None
-    policies = ordered_policies({r["policy"] for r in trows})
-    panels = [("kl", "KL to the full cache (log)", True), ("delta_ppl", "ΔPPL vs full", False)] \
-        if kind == "ppl" else [(primary_metric(kind)[0], primary_metric(kind)[1], False)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels) + 1.8, 4.0),
-                             squeeze=False, layout="constrained")
-    drew = False
-    any_inf = False
-    for ax, (key, label, logy) in zip(axes[0], panels):
-        points = _curve_points(trows, key)
-        if logy:  # KL can be 0 (identical distributions): clip to show it on the log axis
-            pos = [m for pts in points.values() for _, m, _ in pts if m > 0]
-            floor = min(pos) / 10 if pos else 1e-6
-            points = {p: [(b, max(m, floor), i) for b, m, i in pts] for p, pts in points.items()}
-            ax.set_yscale("log")
-        for policy in policies:
-            if policy not in points:
-                continue
-            bs, ms, inf = zip(*points[policy])
-            _plot_policy_curve(ax, bs, ms, inf, policy, policies)
-            drew = True
-            any_inf = any_inf or any(inf)
-        full_val = mean(r.get(key) for r in trows if r["policy"] == "full")
-        if full_val is not None and not logy:
-            ax.axhline(full_val, color="black", linestyle="--", linewidth=1.3,
-                       label=f"full ({full_val:.2f})" if key != "delta_ppl" else "full")
-        if key in ("accuracy", "agreement"):
-            ax.set_ylim(-0.03, 1.05)
-        _budget_axis(ax, budgets)
-        ax.set_ylabel(label)
+def plot_budget_curves(report, key, outdir):
+    """budget_<key>.png: the task's metric(s) vs budget, panel per length; None without data."""
+    model, task, style, mode = key
+    metric = report.metric(model, task, style)
+    metrics = [("kl", True), ("delta_ppl", False)] if metric == "kl" else [(metric, False)]
+    panels = [(m, log, length) for m, log in metrics
+              for length in report.lengths(model, task, style)]
+    policies = ordered_policies({c["policy"] for c in report.of(model, task, style, mode)
+                                 if not is_variant(c["policy"])})
+    fig, axlist, axes = _panels(len(panels), 4.6, 3.6, columns=2)
+    drew = any_inf = False
+    for ax, (m, log, length) in zip(axlist, panels):
+        d, i = _draw_budget_panel(ax, report, key, m, length, policies, log)
+        drew, any_inf = drew or d, any_inf or i
     if not drew:
         plt.close(fig)
         return None
     _legend(fig, axes, [_infeasible_handle()] if any_inf else [])
-    fig.suptitle(f"{task}: {'KL / ΔPPL' if kind == 'ppl' else primary_metric(kind)[1]} "
-                 "vs KV budget", fontsize=10)
-    name = f"kl_{task}.png" if kind == "ppl" else f"accuracy_{task}.png"
-    return _save(fig, os.path.join(outdir, name))
+    fig.suptitle(f"{title_of(key)}:\n{metric_label(metric)} vs KV budget, mean and 95% interval",
+                 fontsize=10)
+    return _save(fig, os.path.join(outdir, f"budget_{slug(*key)}.png"))
 
 
-def plot_resident_bytes(rows, outdir):
-    """resident_bytes.png: peak resident KV MiB vs context length, panel per budget."""
-    qrows = [r for r in rows if r.get("kind", "questions") == "questions"] or rows
-    qrows = [r for r in qrows if context_of(r) and kv(r, "peak_bytes") is not None]
-    budgets = compressed_budgets(qrows)
-    if not budgets:
+# ----------------------------------------------------------------------------- heatmaps
+def _heat_axes(report, key):
+    """(lengths, depths) of the length x depth cells, or None when fewer than 2 x 2."""
+    model, task, style, _ = key
+    cells = [c for c in report.of(model, task, style) if c["depth"] is not None]
+    lengths = sorted({c["length"] for c in cells})
+    depths = sorted({rnd(c["depth"]) for c in cells})
+    return (lengths, depths) if len(lengths) >= 2 and len(depths) >= 2 else None
+
+
+def _heat_grid(cells_at, lengths, depths):
+    """(mean, lo, hi, infeasible) grids of a {(length, depth): cell} map."""
+    shape = (len(depths), len(lengths))
+    mean, lo, hi = (np.full(shape, np.nan) for _ in range(3))
+    inf = np.zeros(shape, dtype=bool)
+    for (length, depth), c in cells_at.items():
+        s = stat(c, "accuracy")
+        if s is None:
+            continue
+        i, j = depths.index(depth), lengths.index(length)
+        mean[i, j], lo[i, j], hi[i, j] = s["mean"], s["lo"], s["hi"]
+        inf[i, j] = c["infeasible_n"] > 0
+    return mean, lo, hi, inf
+
+
+def _draw_heat_panel(ax, grids, lengths, depths, cmap):
+    mean, lo, hi, inf = grids
+    im = ax.imshow(np.ma.masked_invalid(mean), cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto",
+                   interpolation="nearest")
+    for i in range(len(depths)):
+        for j in range(len(lengths)):
+            v = mean[i, j]
+            if np.isnan(v):
+                text = "–"
+            else:
+                text = f"{v:.2f}{'*' if inf[i, j] else ''}\n[{lo[i, j]:.2f}, {hi[i, j]:.2f}]"
+            dark = not np.isnan(v) and (v < 0.15 or v > 0.85)
+            ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
+                    color="white" if dark else "black")
+    ax.set_xticks(range(len(lengths)))
+    ax.set_xticklabels([str(x) for x in lengths], fontsize=8)
+    ax.set_yticks(range(len(depths)))
+    ax.set_yticklabels([f"{d:g}" for d in depths], fontsize=8)
+    ax.set_xlabel("context length (tokens)")
+    return im
+
+
+def _plot_heatmap(cells, key, policy, axes_ld, outdir):
+    """heatmap_<key>_<policy>.png from the policy's length x depth cells."""
+    lengths, depths = axes_ld
+    budgets = sorted({rnd(c["budget"]) for c in cells})
+    cmap = matplotlib.colormaps["RdYlGn"].copy()
+    cmap.set_bad("#d9d9d9")
+    # Fixed margins in inches (constrained layout costs a third of the drawing time here).
+    panel_w, panel_h = 1.05 * len(lengths), 0.55 * len(depths)
+    left, right, gap, bottom, top = 0.75, 1.25, 0.35, 0.6, 0.85
+    width = left + right + len(budgets) * panel_w + (len(budgets) - 1) * gap
+    if width < 7.0:  # room for the two-line title
+        left, right, width = left + (7.0 - width) / 2, right + (7.0 - width) / 2, 7.0
+    height = bottom + top + panel_h
+    fig, axes = plt.subplots(1, len(budgets), figsize=(width, height), squeeze=False)
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height,
+                        top=1 - top / height, wspace=gap / panel_w)
+    cax = fig.add_axes([1 - (right - 0.25) / width, bottom / height, 0.15 / width,
+                        panel_h / height])
+    im, any_inf = None, False
+    for ax, b in zip(axes[0], budgets):
+        at = {(c["length"], rnd(c["depth"])): c for c in cells if rnd(c["budget"]) == b}
+        grids = _heat_grid(at, lengths, depths)
+        any_inf = any_inf or bool(grids[3].any())
+        im = _draw_heat_panel(ax, grids, lengths, depths, cmap)
+        ax.set_title("full cache" if policy == "full" else f"budget {fmt_budget(b)}", fontsize=9)
+    axes[0][0].set_ylabel("needle depth")
+    fig.colorbar(im, cax=cax, label="accuracy\n(mean [95% interval])")
+    title = f"{title_of(key)}:\n{policy}"
+    if any_inf:
+        title += "   (* infeasible rows: not an equal-bytes comparison)"
+    fig.suptitle(title, fontsize=10, fontweight="bold" if policy == "qevict" else "normal")
+    return _save(fig, os.path.join(outdir, f"heatmap_{slug(*key, policy)}.png"))
+
+
+def plot_heatmaps(report, key, outdir):
+    """[(policy, path)]: the full cache's heatmap, then each plain policy's."""
+    axes_ld = _heat_axes(report, key)
+    if axes_ld is None:
+        return []
+    model, task, style, mode = key
+    out = []
+    full = [c for c in report.of(model, task, style, "full")
+            if c["policy"] == "full" and c["depth"] is not None]
+    by_policy = {"full": full} if full else {}
+    for c in report.of(model, task, style, mode):
+        if c["depth"] is not None and not is_variant(c["policy"]):
+            by_policy.setdefault(c["policy"], []).append(c)
+    for policy in ordered_policies(by_policy):
+        if any(stat(c, "accuracy") for c in by_policy[policy]):
+            out.append((policy, _plot_heatmap(by_policy[policy], key, policy, axes_ld, outdir)))
+    return out
+
+
+# ----------------------------------------------------------------------------- memory
+MEMORY_ROWS = (("mean_resident_bytes", "KV ledger, mean resident (MiB)"),
+               ("peak_bytes", "KV ledger peak (MiB)"),
+               ("peak_reserved_bytes", "pool-reserved peak (MiB)"),
+               ("peak_rss_bytes", "process peak RSS (MiB)"))
+
+
+def _memory_points(report, key, policy, budget, what):
+    """[(length, MiB, infeasible)] of a policy's per-length cells (budget None: the full cache)."""
+    model, task, style, mode = key
+    mode = "full" if budget is None else mode
+    pts = []
+    for c in report.of(model, task, style, mode):
+        v = kv_mean(c, what)
+        if (c["policy"] == policy and c["length"] is not None and c["depth"] is None
+                and v is not None and v > 0 and (budget is None or rnd(c["budget"]) == budget)):
+            pts.append((c["length"], v / MIB, c["infeasible_n"] > 0))
+    return sorted(pts)
+
+
+def plot_memory(report, key, outdir):
+    """memory_<key>.png: the KV ledger's mean resident and peak bytes, the pool-reserved peak
+    and the process's peak RSS (means over instances, from the report's cells) vs length, a
+    column per budget; None with fewer than two lengths."""
+    model, task, style, mode = key
+    lengths = [x for x in report.lengths(model, task, style) if x is not None]
+    cells = [c for c in report.of(model, task, style, mode) if not is_variant(c["policy"])]
+    budgets = sorted({rnd(c["budget"]) for c in cells})
+    if len(lengths) < 2 or not budgets:
         return None
-    policies = ordered_policies({r["policy"] for r in qrows})
-    full_pts = sorted((x, mean(kv(r, "peak_bytes") for r in rs) / MIB) for x, rs in
-                      group([r for r in qrows if r["policy"] == "full"], context_of).items())
-    ncols = min(len(budgets), 4)
-    nrows = math.ceil(len(budgets) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols + 1.8, 3.6 * nrows),
-                             squeeze=False, layout="constrained", sharey=True)
-    any_inf = False
-    for idx, b in enumerate(budgets):
-        ax = axes[idx // ncols][idx % ncols]
-        brows = [r for r in qrows if budget_of(r) == b and r["policy"] != "full"]
-        if full_pts:
-            xs, ys = zip(*full_pts)
-            ax.plot(xs, ys, color="black", linestyle="--", linewidth=1.3, label="full")
-        bud = sorted((x, mean(kv(r, "budget_bytes") for r in rs)) for x, rs in
-                     group(brows, context_of).items())
-        bud = [(x, y / MIB) for x, y in bud if y]
-        if bud:
-            xs, ys = zip(*bud)
-            ax.plot(xs, ys, color="#555555", linestyle=":", linewidth=1.2, label="budget")
-        for policy in policies:
-            prs = [r for r in brows if r["policy"] == policy]
-            if not prs:
-                continue
-            pts = sorted((x, mean(kv(r, "peak_bytes") for r in rs) / MIB,
-                          any(is_infeasible(r) for r in rs))
-                         for x, rs in group(prs, context_of).items())
-            xs, ys, inf = zip(*pts)
-            _plot_policy_curve(ax, xs, ys, inf, policy, policies)
-            any_inf = any_inf or any(inf)
-        contexts = sorted({context_of(r) for r in qrows})
-        ax.set_xscale("log")
-        ax.set_xticks(contexts)
-        ax.set_xticklabels([str(c) for c in contexts], fontsize=8)
-        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-        ax.set_yscale("log")
-        ax.grid(True, alpha=0.3)
-        ax.set_title(f"budget {fmt_budget(b)}", fontsize=9)
-        ax.set_xlabel("context length (tokens)")
-        if idx % ncols == 0:
-            ax.set_ylabel("peak resident KV (MiB)")
-    for idx in range(len(budgets), nrows * ncols):
-        axes[idx // ncols][idx % ncols].set_visible(False)
+    policies = ordered_policies({c["policy"] for c in cells})
+    fig, axes = plt.subplots(len(MEMORY_ROWS), len(budgets),
+                             figsize=(3.8 * len(budgets) + 1.8, 2.6 * len(MEMORY_ROWS)),
+                             squeeze=False, layout="constrained", sharey="row")
+    drew = any_inf = False
+    for r, (what, label) in enumerate(MEMORY_ROWS):
+        for j, b in enumerate(budgets):
+            ax = axes[r][j]
+            full = _memory_points(report, key, "full", None, what)
+            if full:
+                xs, ys, _ = zip(*full)
+                ax.plot(xs, ys, color="black", linestyle="--", linewidth=1.3, label="full")
+            for policy in policies:
+                pts = _memory_points(report, key, policy, b, what)
+                if pts:
+                    xs, ys, inf = zip(*pts)
+                    _plot_policy_curve(ax, xs, ys, inf, policy, policies)
+                    drew, any_inf = True, any_inf or any(inf)
+            _length_axis(ax, lengths)
+            _mib_axis(ax)
+            if r < len(MEMORY_ROWS) - 1:
+                ax.set_xlabel("")
+            if r == 0:
+                ax.set_title(f"budget {fmt_budget(b)}", fontsize=9)
+            if j == 0:
+                ax.set_ylabel(label, fontsize=8)
+    if not drew:
+        plt.close(fig)
+        return None
     _legend(fig, axes, [_infeasible_handle()] if any_inf else [])
-    fig.suptitle("peak resident KV bytes vs context length", fontsize=10)
-    return _save(fig, os.path.join(outdir, "resident_bytes.png"))
+    fig.suptitle(f"{title_of(key)}: bytes vs context length (means over instances)", fontsize=10)
+    return _save(fig, os.path.join(outdir, f"memory_{slug(*key)}.png"))
 
 
-def plot_fmm_steps(rows, outdir):
-    """fmm_steps.png: mean missed attention mass per decode step; None without step data."""
-    srows = [r for r in rows if isinstance(r.get("missed_mass_steps"), list)
-             and r["missed_mass_steps"] and r["policy"] != "full"]
-    if not srows:
+# ----------------------------------------------------------------------------- one instance
+def _step_rows(rows, key):
+    """Rows of a table key with a per-step missed-mass list."""
+    model, task, style, mode = key
+    return [r for r in rows if r.get("_model") == model and r.get("task") == task
+            and (r.get("prompt_style") or "chat") == style
+            and r.get("prefill_mode", "prompt-end") == mode
+            and isinstance(r.get("missed_mass_steps"), list) and r["missed_mass_steps"]
+            and not is_variant(str(r.get("policy")))]
+
+
+def plot_instance_steps(rows, key, outdir):
+    """(path, instance id) of steps_<key>.png: the missed mass at each decode step of one
+    instance (the first id in order that qevict has steps for), a panel per budget."""
+    srows = _step_rows(rows, key)
+    ids = sorted({str(r.get("id")) for r in srows if r["policy"] == "qevict"}
+                 or {str(r.get("id")) for r in srows})
+    if not ids:
         return None
-    budgets = sorted({budget_of(r) for r in srows})
+    srows = [r for r in srows if str(r.get("id")) == ids[0]]
+    budgets = sorted({rnd(r["budget"]) for r in srows})
     policies = ordered_policies({r["policy"] for r in srows})
-    ncols = min(len(budgets), 4)
-    nrows = math.ceil(len(budgets) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols + 1.8, 3.4 * nrows),
-                             squeeze=False, layout="constrained", sharey=True)
-    for idx, b in enumerate(budgets):
-        ax = axes[idx // ncols][idx % ncols]
-        for policy in policies:
-            series = [[num(v) for v in r["missed_mass_steps"]] for r in srows
-                      if r["policy"] == policy and budget_of(r) == b]
-            if not series:
-                continue
-            length = max(len(s) for s in series)
-            ys = [mean(s[i] for s in series if i < len(s)) for i in range(length)]
+    fig, axlist, axes = _panels(len(budgets), 4.2, 3.4, sharey=True)
+    for idx, (ax, b) in enumerate(zip(axlist, budgets)):
+        for r in sorted((r for r in srows if rnd(r["budget"]) == b),
+                        key=lambda r: policies.index(r["policy"])):
+            ys = [num(v) for v in r["missed_mass_steps"]]
             xs = [i for i, y in enumerate(ys) if y is not None]
-            st = policy_style(policy, policies)
+            st = policy_style(r["policy"], policies)
             ax.plot(xs, [ys[i] for i in xs], color=st["color"], linewidth=st["linewidth"] * 0.7,
-                    zorder=st["zorder"], label=policy)
+                    zorder=st["zorder"], label=r["policy"])
         ax.set_title(f"budget {fmt_budget(b)}", fontsize=9)
         ax.set_xlabel("decode step")
-        if idx % ncols == 0:
+        if idx % 4 == 0:
             ax.set_ylabel("missed attention mass")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
-    for idx in range(len(budgets), nrows * ncols):
-        axes[idx // ncols][idx % ncols].set_visible(False)
     _legend(fig, axes)
-    fig.suptitle("share of the full cache's attention on tokens the policy no longer holds "
-                 "(mean over instances)", fontsize=10)
-    return _save(fig, os.path.join(outdir, "fmm_steps.png"))
+    fig.suptitle(f"{title_of(key)}: instance {ids[0]}, share of the full cache's attention on "
+                 "tokens the policy no longer holds", fontsize=10)
+    return _save(fig, os.path.join(outdir, f"steps_{slug(*key)}.png")), ids[0]
 
 
-def render_all(rows, outdir):
-    """Every picture the rows allow; returns [(path, caption, section)] in display order:
-    curves per task, resident bytes, missed mass, then the heatmaps (qevict and full first)."""
+# ----------------------------------------------------------------------------- all of them
+def render_all(report, rows, outdir):
+    """Every picture the report allows; returns [(path, caption, section)] in display order:
+    budget curves, memory, one instance's missed mass, heatmaps (full and qevict first).
+    `rows` (with "_model" set) only feed the one-instance curves."""
     os.makedirs(outdir, exist_ok=True)
     out = []
-    for task in ordered_tasks(rows):
-        path = plot_task_curve(rows, outdir, task)
+    keys = report.tables()
+    for key in keys:
+        path = plot_budget_curves(report, key, outdir)
         if path:
-            kind = task_kind(rows, task)
-            what = "KL and ΔPPL" if kind == "ppl" else primary_metric(kind)[1]
-            out.append((path, f"{task}: {what} vs budget", "Quality vs budget"))
-    path = plot_resident_bytes(rows, outdir)
-    if path:
-        out.append((path, "peak resident KV bytes vs context length", "Resident KV bytes"))
-    path = plot_fmm_steps(rows, outdir)
-    if path:
-        out.append((path, "missed attention mass over decode steps", "Missed attention mass"))
-    for task, prefix in (("niah", "needle"), ("passkey", "passkey")):
-        paths = plot_needles(rows, outdir, task, prefix)
-        first = [f"{prefix}_{p}.png" for p in ("qevict", "full")]
-        paths.sort(key=lambda p: first.index(os.path.basename(p))
-                   if os.path.basename(p) in first else len(first))
-        for path in paths:
-            policy = os.path.basename(path)[len(prefix) + 1:-4]
-            out.append((path, f"{task}, {policy}: accuracy by context length and depth",
-                        f"{task} heatmaps"))
+            what = metric_label(report.metric(*key[:3]))
+            out.append((path, f"{title_of(key)}: {what} vs budget (95% bands)",
+                        "Quality vs budget"))
+    for key in keys:
+        path = plot_memory(report, key, outdir)
+        if path:
+            out.append((path, f"{title_of(key)}: KV ledger, pool-reserved and RSS peaks vs "
+                        "context length", "Bytes vs context length"))
+    for key in keys:
+        got = plot_instance_steps(rows, key, outdir)
+        if got:
+            out.append((got[0], f"{title_of(key)}: missed attention mass per decode step, "
+                        f"instance {got[1]}", "Missed attention mass of one instance"))
+    for key in keys:
+        maps = plot_heatmaps(report, key, outdir)
+        maps.sort(key=lambda pp: ["full", "qevict", "qevict-qa"].index(pp[0])
+                  if pp[0] in ("full", "qevict", "qevict-qa") else 3)
+        for policy, path in maps:
+            out.append((path, f"{policy}: accuracy by context length and needle depth",
+                        f"Heatmaps: {title_of(key)}"))
     return out
+
+
+def load_run_rows(dirs, summaries):
+    """Rows of every run, each marked with its model ("_model": the row's, else the run's)."""
+    rows = []
+    for d, summ in zip(dirs, summaries):
+        for r in load_rows(d):
+            r["_model"] = r.get("model") or model_name((summ or {}).get("model"))
+            rows.append(r)
+    return rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("dir", help="output directory of `qevict eval` (holds rows.jsonl)")
-    ap.add_argument("--out", help="where the PNGs go (default DIR/plots)")
+    ap.add_argument("dirs", nargs="+", metavar="DIR", help="`qevict eval` output directories")
+    ap.add_argument("--out", help="where the PNGs go (default DIR/plots of the first DIR)")
+    ap.add_argument("--qevict", default=DEFAULT_QEVICT,
+                    help="the qevict binary that computes the statistics (default build/qevict)")
     args = ap.parse_args()
-    outdir = args.out or os.path.join(args.dir, "plots")
+    outdir = args.out or os.path.join(args.dirs[0], "plots")
     try:
-        rows = load_rows(args.dir)
+        summaries = [load_summary(d) for d in args.dirs]
+        report = run_report(args.qevict, args.dirs, summaries)
+        rows = load_run_rows(args.dirs, summaries)
     except OSError as e:
         print(f"plot_eval: {e}", file=sys.stderr)
         return 1
-    if not rows:
-        print(f"plot_eval: no rows in {args.dir}/rows.jsonl", file=sys.stderr)
-        return 1
-    for path, _, _ in render_all(rows, outdir):
+    for path, _, _ in render_all(report, rows, outdir):
         print(path)
     return 0
 

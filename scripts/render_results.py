@@ -1,20 +1,38 @@
 #!/usr/bin/env python3
-"""Renders docs/results.md from the rows of one or more `qevict eval` output directories.
+"""Renders docs/results.md from `qevict eval` runs and the statistics of `qevict report`.
 
-    scripts/render_results.py --out docs/results.md --images docs/results DIR [DIR ...]
+    scripts/render_results.py --out docs/results.md --images docs/results \\
+        [--commit-rows docs/results] [--qevict build/qevict] [--notes FILE] DIR [DIR ...]
 
-Every number and every verdict on the page is computed here from DIR/rows.jsonl and
-DIR/summary.json (rows of several runs are merged: a headline run and a ppl run, say; when the
-same task instance x policy x budget appears twice, the later DIR wins). The page is never
-edited by hand. Sentences of interpretation go in scripts/results_notes.md (or --notes FILE),
-which is included verbatim in a clearly marked section when it has visible text.
+Each DIR is a `qevict eval` output directory: rows.jsonl or rows.jsonl.gz, and summary.json (the
+run's command, model, seed, threads, date, wall time, prefill modes). `qevict report` (--qevict,
+default build/qevict of this checkout) merges the runs' rows (a later run's row replaces an
+earlier one of the same instance, policy, budget and mode) and computes every aggregate on the
+page: each mean with its 95% interval, and the paired comparisons of the policies with their
+verdicts. This script computes none; it arranges those statistics, and every verdict on the
+page is one the report gave (the paired 95% interval of a difference excluding zero). Rows are
+read only for what is not an aggregate: the row counts of the runs list and one instance's
+per-step missed mass. The runs of each model go to `qevict report` on their own, since rows
+written before rows carried their model cannot be told apart otherwise.
 
-Sections: runs (exact commands, model, seed, threads, date, wall time), how the full cache does,
-goals (MET / MISSED with margins), notes, per-task tables (policies x budgets), where QEvict wins
-and loses, diagnostics (tiers, promotions, missed mass), pictures (drawn by plot_eval.py).
+--commit-rows DEST copies each run's rows, gzipped deterministically (mtime 0), and its
+summary.json into DEST/runs/NAME/ (NAME: the run directory's name) and renders from those copies,
+so that the page re-renders from the committed rows alone and gives the same bytes. The page is
+never edited by hand: sentences of interpretation go in scripts/results_notes.md (or --notes
+FILE), included verbatim in a clearly marked section when it has visible text.
+
+Sections: runs; how to read the page; how the full cache does (per model, task and length; a
+cell it fails is excluded from every verdict); goals, restated with the paired statistics;
+notes; the tables (policies x budgets per model, task, length and prefill mode, each cell
+"mean [95% interval]"); memory (KV ledger bytes next to pool-reserved bytes and process RSS);
+where qevict wins and loses, and where qevict-qa does (verdicts and tallies per budget, against
+other families only); ablations (comparisons within a family, no tallies); diagnostics (tier
+moves, missed and quantized attention mass, FMM); pictures (drawn by plot_eval.py from the same
+report).
 """
 import argparse
 import glob
+import gzip
 import os
 import re
 import shlex
@@ -23,171 +41,72 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot_eval as pe  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = pe.ROOT
+DEFAULT_NOTES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results_notes.md")
 
-FULL_FAILS_BELOW = 0.8          # a task the full cache fails says nothing about compression
-WIN_POINTS = 5.0                # |qevict - baseline| >= 5 accuracy points is a win / loss
+FULL_FAILS_BELOW = 0.8   # a cell the full cache fails says nothing about compression
+TEST_SEED = 1
+DEV_SEEDS = range(1000, 1100)
 GOAL_A_TASKS = ("drift", "niah")
 GOAL_A_BUDGET = 0.05
 GOAL_A_FRACTION_OF_FULL = 0.9
 GOAL_A_POINTS_OVER_KEEP_OR_DROP = 20.0
 GOAL_C_MAX_BUDGET = 0.2
+MAIN_POLICIES = ("qevict", "qevict-qa")
 DIAG_POLICIES = ("qevict", "qevict-qa", "mikv", "snapkv", "h2o")
-EPS = 1e-9
+POINT_METRICS = pe.PROPORTIONS + ("missed_mass", "quantized_mass", "fmm", "fmm_cumulative",
+                                  "fmm_step")
+MODE_TITLES = {
+    "prompt-end": "prompt-end: prompt held in fp16, routed at its end (the paper's setting)",
+    "bounded": "bounded: prefilled in 512-token chunks under the budget",
+}
+DIAG_METRICS = (
+    ("missed_mass", "missed mass"),
+    ("quantized_mass", "quantized mass"),
+    ("fmm", "FMM (per step, the paper's)"),
+    ("fmm_step", "FMM per step"),
+    ("fmm_cumulative", "cumulative FMM"),
+)
 DASH = "–"
-
-
-# ----------------------------------------------------------------------------- data
-def load_runs(dirs):
-    """[(dir, summary or None, rows)] for each DIR, in order."""
-    runs = []
-    for d in dirs:
-        rows = pe.load_rows(d)
-        for r in rows:
-            r["_run"] = d
-            # A tagged ablation run's reference ("full[tag]") is the same full cache.
-            if str(r.get("policy", "")).startswith("full["):
-                r["policy"] = "full"
-            # Prompt-end rows (one fp16 prefill forked into every row) are their own policy
-            # rows; bounded rows (each row prefills in chunks, routing between them) are not
-            # labelled. Same rule as PolicyLabel in src/eval/eval_report.cc.
-            # Rows written before the modes existed were all prompt-end rows.
-            mode = r.get("prefill_mode", "full" if r["policy"] == "full" else "prompt-end")
-            if mode == "prompt-end":
-                r["policy"] = r["policy"] + " (prompt-end)"
-        runs.append((d, pe.load_summary(d), rows))
-    label_prompt_styles(runs)
-    label_models(runs)
-    return runs
-
-
-def model_of(summary):
-    """The model file's name without its directory and .gguf, or "?"."""
-    path = str((summary or {}).get("model", "?"))
-    return os.path.basename(path).removesuffix(".gguf")
-
-
-def label_models(runs):
-    """Runs of several models (SmolLM2 and Gemma 3 270M): the first run's model is the page's
-    reference and its tasks are not labelled; every other model's tasks become
-    "task [model]", so each model gets its own tables, compared with its own full cache."""
-    models = [model_of(summ) for _, summ, _ in runs]
-    if len(set(models)) < 2:
-        return
-    for model, (_, _, rows) in zip(models, runs):
-        if model == models[0]:
-            continue
-        for r in rows:
-            r["task"] = f"{r['task']} [{model}]"
-
-
-def prompt_style_of(row):
-    """The row's prompt style; rows written before the styles existed were all chat."""
-    return row.get("prompt_style") or "chat"
-
-
-def label_prompt_styles(runs):
-    """Rows of one prompt style are not labelled (the runs list says which). When the runs of one
-    model mix styles, its completion rows' task becomes "task (completion)": each style gets its
-    own tables and is compared with its own full cache. Same rule as TaskLabel in
-    src/eval/eval_report.cc. (Runs of different models are told apart by label_models.)"""
-    by_model = {}
-    for _, summ, rows in runs:
-        by_model.setdefault(model_of(summ), []).append(rows)
-    for model_rows in by_model.values():
-        styles = {prompt_style_of(r) for rows in model_rows for r in rows}
-        if len(styles) < 2:
-            continue
-        for rows in model_rows:
-            for r in rows:
-                style = prompt_style_of(r)
-                if style != "chat":
-                    r["task"] = f"{r['task']} ({style})"
-
-
-def merge_rows(runs):
-    """All rows, one per (task, id, policy, budget): later runs replace earlier ones."""
-    merged = {}
-    for _, _, rows in runs:
-        for r in rows:
-            merged[(r["task"], str(r.get("id")), r["policy"], pe.budget_of(r))] = r
-    return list(merged.values()), sum(len(rows) for _, _, rows in runs) - len(merged)
-
-
-class Table:
-    """Rows of one task, indexed by (policy, budget)."""
-
-    def __init__(self, rows, task):
-        self.task = task
-        self.rows = [r for r in rows if r["task"] == task]
-        self.kind = pe.task_kind(rows, task)
-        self.cells = pe.group(self.rows, lambda r: (r["policy"], pe.budget_of(r)))
-        self.policies = pe.ordered_policies({r["policy"] for r in self.rows})
-        self.budgets = pe.compressed_budgets(self.rows)
-
-    def cell(self, policy, budget):
-        return self.cells.get((policy, round(budget, 6)), [])
-
-    def full_rows(self):
-        return [r for r in self.rows if r["policy"] == "full"]
-
-
-def feasible(rows):
-    return [r for r in rows if not pe.is_infeasible(r)]
-
-
-def values_by_id(rows, key):
-    out = {}
-    for r in rows:
-        v = pe.num(r.get(key))
-        if v is not None:
-            out[str(r.get("id"))] = v
-    return out
-
-
-def paired(rows_a, rows_b, key):
-    """(mean a, mean b, n) over the instances both have a value for, or None."""
-    a, b = values_by_id(rows_a, key), values_by_id(rows_b, key)
-    common = sorted(set(a) & set(b))
-    if not common:
-        return None
-    return (sum(a[i] for i in common) / len(common), sum(b[i] for i in common) / len(common),
-            len(common))
-
-
-def comparison_metric(kind):
-    """(key, label) of the [0,1] number wins and losses are counted in, in points x100."""
-    if kind == "longgen":
-        return "agreement", "token agreement with the full cache"
-    if kind == "ppl":
-        return "top1_agreement", "top-1 agreement with the full cache"
-    return "accuracy", "accuracy"
-
-
-def table_metrics(kind):
-    """[(key, label, format, higher is better)] tabulated for a task of this kind."""
-    if kind == "ppl":
-        return [("kl", "mean KL to the full cache (lower is better)", "{:.3g}", False),
-                ("delta_ppl", "ΔPPL vs the full cache (lower is better)", "{:.3g}", False),
-                ("top1_agreement", "top-1 agreement with the full cache", "{:.3f}", True)]
-    if kind == "longgen":
-        return [("agreement", "token agreement with the full cache's output", "{:.2f}", True),
-                ("edit_similarity", "edit similarity with the full cache's output", "{:.2f}",
-                 True)]
-    return [("accuracy", "mean accuracy", "{:.2f}", True)]
+EPS = 1e-9
 
 
 # ----------------------------------------------------------------------------- formatting
-def fmt(v, spec="{:.2f}"):
-    return DASH if v is None else spec.format(v)
+def fmt_stat(s, spec="{:.2f}"):
+    """"mean [lo, hi]" of a metric's statistics, or a dash."""
+    if not s:
+        return DASH
+    return f"{spec.format(s['mean'])} [{spec.format(s['lo'])}, {spec.format(s['hi'])}]"
 
 
-def fmt_points(d):
-    return f"{d:+.0f} points"
+def metric_spec(metric):
+    return "{:.2f}" if metric in POINT_METRICS else "{:.3g}"
 
 
-def fmt_mib(v):
-    return DASH if v is None else f"{v / pe.MIB:.2f}"
+def signed(v, spec):
+    """v with its sign, "+0" rather than "-0" when it rounds to zero."""
+    text = spec.format(v)
+    return "+" + text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def fmt_diff(metric, d, lo, hi):
+    """A difference and its interval: points (x100) of a [0, 1] score, else the raw number."""
+    if metric in POINT_METRICS:
+        d, lo, hi = (signed(v * 100, "{:+.1f}") for v in (d, lo, hi))
+        return f"{d} points [{lo}, {hi}]"
+    name = {"kl": "KL", "delta_ppl": "ΔPPL"}.get(metric, metric)
+    d, lo, hi = (signed(v, "{:+.3g}") for v in (d, lo, hi))
+    return f"{name} {d} [{lo}, {hi}]"
+
+
+def fmt_p(p):
+    if p is None:
+        return "paired bootstrap (not 0/1 scores: no McNemar test)"
+    return "McNemar p < 0.001" if p < 0.001 else f"McNemar p = {p:.2g}"
+
+
+def fmt_mib(v, spec="{:.1f}"):
+    return DASH if v is None else spec.format(v / pe.MIB)
 
 
 def fmt_duration(s):
@@ -197,6 +116,10 @@ def fmt_duration(s):
     h, rem = divmod(s, 3600)
     m, sec = divmod(rem, 60)
     return f"{h} h {m:02d} min" if h else (f"{m} min {sec:02d} s" if m else f"{sec} s")
+
+
+def fmt_length(length):
+    return "all lengths" if length is None else f"{length}"
 
 
 def md_code(text):
@@ -213,236 +136,419 @@ def md_table(header, rows):
     return lines
 
 
-def status(ok):
-    return "**MET**" if ok else "**MISSED**"
+def seed_text(seed):
+    if seed == TEST_SEED:
+        return f"seed {seed} (the test seed)"
+    if isinstance(seed, int) and seed in DEV_SEEDS:
+        return f"seed {seed} (a development seed, 1000-1099: not a published result)"
+    if seed is None:
+        return "seed unknown"
+    return (f"seed {seed} (neither the test seed {TEST_SEED} nor a development seed "
+            "1000-1099)")
 
 
-# ----------------------------------------------------------------------------- sections
-def section_header(runs, rows, duplicates, argv):
-    out = ["# Results", "",
-           "Generated by `scripts/render_results.py` from the rows of the `qevict eval` runs "
-           "below; every number and verdict on this page is computed from those rows. Do not "
-           "edit by hand: interpretation goes in `scripts/results_notes.md`, which is included "
-           "verbatim.", "",
-           "Regenerate the page with:", "", "```",
-           "python3 scripts/render_results.py " + shlex.join(argv), "```", "", "## Runs", ""]
-    total_wall = 0.0
-    for i, (d, summ, rrows) in enumerate(runs, 1):
-        summ = summ or {}
-        wall = pe.num(summ.get("wall_s"))
-        style = summ.get("prompt_style") or ", ".join(sorted({prompt_style_of(r) for r in rrows}))
-        total_wall += wall or 0.0
-        out.append(f"{i}. {md_code(str(summ.get('command', '(no summary.json)')))}")
-        out.append(f"   - output `{d}`, {len(rrows)} rows; model "
-                   f"{md_code(str(summ.get('model', '?')))}, seed {summ.get('seed', '?')}, "
-                   f"threads {summ.get('threads', '?')}, started {summ.get('started', '?')}, "
-                   f"wall time {fmt_duration(wall)}; prompt style {style or 'chat'}; prefill modes "
-                   f"{', '.join(summ.get('prefill_modes', ['prompt-end']))}"
-                   + (f" (chunks of {summ['prefill_chunk']} tokens)"
-                      if summ.get("prefill_chunk") else ""))
-    out += ["", f"Total wall time {fmt_duration(total_wall)}; {len(rows)} rows after merging"
-            + (f" ({duplicates} rows replaced by a later run)" if duplicates else "") + ".", ""]
+def key_title(key):
+    """Heading of a (model, task, style, mode) key."""
+    model, task, style, mode = key
+    return f"{model} · {task} · {style} prompts · {MODE_TITLES.get(mode, mode)}"
+
+
+# ----------------------------------------------------------------------------- runs
+class Run:
+    def __init__(self, directory):
+        self.dir = os.path.normpath(directory)
+        self.name = os.path.basename(os.path.abspath(directory))
+        self.summary = pe.load_summary(directory) or {}
+        self.rows = pe.load_rows(directory)
+        for r in self.rows:
+            r["_model"] = r.get("model") or pe.model_name(self.summary.get("model"))
+
+
+def gzip_bytes(data):
+    """gzip of data with no name and mtime 0: the same bytes every time."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def commit_run(directory, dest):
+    """Copies DIR's rows (gzipped) and summary.json into DEST/runs/NAME/; returns that path."""
+    name = os.path.basename(os.path.abspath(directory))
+    target = os.path.join(dest, "runs", name)
+    src_rows = pe.rows_path(directory)
+    opener = gzip.open if src_rows.endswith(".gz") else open
+    with opener(src_rows, "rb") as f:
+        data = f.read()
+    summary = os.path.join(directory, "summary.json")
+    with open(summary, "rb") as f:
+        summary_bytes = f.read()
+    os.makedirs(target, exist_ok=True)
+    plain = os.path.join(target, "rows.jsonl")
+    if os.path.exists(plain):
+        os.remove(plain)  # the committed copy is the gzipped one
+    with open(plain + ".gz", "wb") as f:
+        f.write(gzip_bytes(data))
+    with open(os.path.join(target, "summary.json"), "wb") as f:
+        f.write(summary_bytes)
+    return os.path.normpath(target)
+
+
+# ----------------------------------------------------------------------------- judging
+class Page:
+    """The report, the runs, and which (model, task, style, length) cells can carry a verdict."""
+
+    def __init__(self, report, runs):
+        self.report = report
+        self.runs = runs
+        self.rows = [r for run in runs for r in run.rows]
+        self.full = {}  # (model, task, style, length) -> (status, metric, full cell)
+        for model, task, style in report.tasks():
+            metric = report.metric(model, task, style)
+            for length in report.lengths(model, task, style):
+                cell = report.full_cell(model, task, style, length)
+                self.full[(model, task, style, length)] = (full_status(cell, metric), metric,
+                                                          cell)
+        levels = judged_levels(report.comparisons)
+        self.judged = [c for c in report.comparisons
+                       if (c["length"] is None) == (comparison_group(c) not in levels)]
+
+    def excluded(self, model, task, style, length):
+        """Why a cell cannot carry a verdict ("the full cache fails", ...), or None."""
+        status = self.full.get((model, task, style, length), ("no full-cache rows",))[0]
+        return None if status in ("passes", "reference") else status
+
+    def comparisons(self):
+        """The comparisons at the level the page judges: per length where the task has lengths,
+        pooled where it has none."""
+        return self.judged
+
+    def infeasible(self, c, policy):
+        cell = self.report.cell(c["model"], c["task"], c["prompt_style"],
+                                "full" if is_full(policy) else c["prefill_mode"], policy,
+                                1.0 if is_full(policy) else c["budget"], c["length"])
+        return bool(cell and cell["infeasible_n"])
+
+    def unequal_bytes(self, c):
+        """True when a side holds rows that could not meet the budget."""
+        return self.infeasible(c, c["a"]) or self.infeasible(c, c["b"])
+
+    def find(self, key, length, budget, a, b):
+        """The comparison of a and b (either order) at a key, length and budget, or None."""
+        model, task, style, mode = key
+        for c in self.comparisons():
+            if ((c["model"], c["task"], c["prompt_style"], c["prefill_mode"], c["length"])
+                    == (model, task, style, mode, length) and pe.rnd(c["budget"]) == budget
+                    and {c["a"], c["b"]} == {a, b}):
+                return c
+        return None
+
+
+def is_full(policy):
+    return policy == "full" or policy.startswith("full[")
+
+
+def full_status(cell, metric):
+    if metric != "accuracy":
+        return "reference"  # KL, edit similarity: measured against the full cache itself
+    s = pe.stat(cell, "accuracy")
+    if s is None:
+        return "no full-cache rows"
+    return "passes" if s["mean"] >= FULL_FAILS_BELOW - EPS else "the full cache fails"
+
+
+def comparison_group(c):
+    return (c["model"], c["task"], c["prompt_style"], c["prefill_mode"])
+
+
+def judged_levels(comparisons):
+    """Groups that have per-length comparisons (judged per length, not pooled)."""
+    return {comparison_group(c) for c in comparisons if c["length"] is not None}
+
+
+def seen_by(c, policy):
+    """The comparison from `policy`'s side: the other policy, the difference (policy minus
+    other) with its interval, the discordant counts, and "win" / "loss" / "none"."""
+    flip = c["b"] == policy
+    out = {"other": c["a"] if flip else c["b"], "n": c["n"], "p": c["p"], "metric": c["metric"],
+           "mine": c["mean_b"] if flip else c["mean_a"],
+           "theirs": c["mean_a"] if flip else c["mean_b"],
+           "diff": -c["diff"] if flip else c["diff"],
+           "lo": -c["hi"] if flip else c["lo"], "hi": -c["lo"] if flip else c["hi"],
+           "mine_only": c["b_only"] if flip else c["a_only"],
+           "theirs_only": c["a_only"] if flip else c["b_only"]}
+    mine, theirs = ("b", "a") if flip else ("a", "b")
+    out["outcome"] = {mine: "win", theirs: "loss"}.get(c["verdict"], "none")
     return out
 
 
-def section_full(tables):
+# ----------------------------------------------------------------------------- header, runs
+def section_header(cmd):
+    return ["# Results", "",
+            "Generated by `scripts/render_results.py` from the rows of the `qevict eval` runs "
+            "below. Every mean, interval and paired comparison on this page was computed by "
+            "`qevict report` from those rows (committed under `runs/`), and every verdict is one "
+            "of its paired comparisons. Do not edit by hand: interpretation goes in "
+            "`scripts/results_notes.md`, which is included verbatim.", "",
+            "Regenerate the page with:", "", "```", cmd, "```", ""]
+
+
+def run_line(i, run):
+    s = run.summary
+    modes = s.get("prefill_modes") or sorted({r.get("prefill_mode", "prompt-end")
+                                              for r in run.rows} - {"full"})
+    style = s.get("prompt_style") or ", ".join(sorted({r.get("prompt_style") or "chat"
+                                                       for r in run.rows}))
+    mode_text = "; ".join(MODE_TITLES.get(m, m) for m in modes)
+    return [f"{i}. {md_code(str(s.get('command', '(no summary.json)')))}",
+            f"   - run `{run.name}`, {len(run.rows)} rows; model "
+            f"{md_code(str(s.get('model', '?')))}; {seed_text(s.get('seed'))}; threads "
+            f"{s.get('threads', '?')}; started {s.get('started', '?')}; wall time "
+            f"{fmt_duration(pe.num(s.get('wall_s')))}; prompt style {style or 'chat'}; prefill "
+            f"mode{'s' if len(modes) > 1 else ''} {mode_text or '?'}"]
+
+
+def section_runs(page):
+    out = ["## Runs", ""]
+    total = 0.0
+    for i, run in enumerate(page.runs, 1):
+        out += run_line(i, run)
+        total += pe.num(run.summary.get("wall_s")) or 0.0
+    rep = page.report
+    out += ["", f"Total wall time {fmt_duration(total)}. `qevict report` merged {rep.rows} rows"
+            + (f" ({rep.replaced} replaced by a later run's row of the same instance, policy, "
+               "budget and mode)" if rep.replaced else "") + ".", ""]
+    return out
+
+
+def section_reading():
+    return ["## How to read this page", "",
+            f"- Every mean carries its 95% interval, \"mean [lo, hi]\": Wilson for scores that "
+            "are 0 or 1 (accuracy of one-question tasks), bootstrap otherwise; n is the number "
+            "of instances.",
+            "- \"A beats B\" comes only from `qevict report`'s paired comparison on the same "
+            "instances (matched by seed and id): the paired bootstrap 95% interval of the "
+            "difference A − B excludes zero and, for 0/1 scores, the exact McNemar test agrees "
+            "(p < 0.05). Otherwise the page says \"no detectable difference\". There is no "
+            "threshold of points.",
+            f"- A (model, task, length) on which the full cache scores below "
+            f"{FULL_FAILS_BELOW:g} says nothing about compression: it is excluded from every "
+            "verdict, and said so.",
+            "- A cell with rows that could not meet the budget (\"inf.\": kivi at small budgets, "
+            "or a budget below the fp16 floor) is not an equal-bytes comparison: its "
+            "comparisons carry no verdict here.",
+            "- Differences of [0, 1] scores are in points (x100); KL and ΔPPL are lower-is-"
+            "better raw numbers.", ""]
+
+
+# ----------------------------------------------------------------------------- the full cache
+def section_full(page):
     out = ["## How the full cache does", "",
-           "A task on which the full cache fails says nothing about compression.", ""]
+           f"Full-cache accuracy per model, task and length, with its 95% interval. Below "
+           f"{FULL_FAILS_BELOW:g} the full cache **fails**: compressing that cache says "
+           "nothing, so the cell is excluded from every verdict. KL and edit similarity are "
+           "measured against the full cache itself, which is their reference.", ""]
     body, failing = [], []
-    for t in tables:
-        full = t.full_rows()
-        if not full:
-            body.append([t.task, t.kind, DASH, "0", "no full-cache rows: the compressed results "
-                         "cannot be judged"])
+    for (model, task, style, length), (status, metric, cell) in page.full.items():
+        s = pe.stat(cell, "accuracy")
+        verdict = {"passes": "passes", "reference": "reference",
+                   "the full cache fails": f"**fails** (< {FULL_FAILS_BELOW:g}): excluded",
+                   }.get(status, f"{status}: excluded")
+        value = fmt_stat(s) if metric == "accuracy" else f"reference for {metric}"
+        body.append([model, task, style, fmt_length(length), value,
+                     str(cell["n"]) if cell else "0", verdict])
+        if status not in ("passes", "reference"):
+            failing.append((model, task, style, length, s, status))
+    out += md_table(["model", "task", "prompt style", "length", "full-cache accuracy [95%]", "n",
+                     "verdict"], body) + [""]
+    for model, task, style, length, s, status in failing:
+        what = f"{task} @ {fmt_length(length)} ({model}, {style} prompts)"
+        out += [f"**Excluded from every verdict: {what}: {status}"
+                + (f", accuracy {fmt_stat(s)}, n = {s['n']}" if s else "") + ".**", ""]
+    return out
+
+
+# ----------------------------------------------------------------------------- goals
+def goal_status(lo, hi, threshold):
+    """MET when the whole interval clears the threshold, MISSED when it all falls short."""
+    if lo >= threshold - EPS:
+        return "**MET**"
+    if hi < threshold - EPS:
+        return "**MISSED**"
+    return "**NOT ESTABLISHED**"
+
+
+def goal_a_parts(page, key, length):
+    """[(status, text)] of goal (a) at one key and length, or None without qevict rows."""
+    budget = pe.rnd(GOAL_A_BUDGET)
+    model, task, style, mode = key
+    qcell = page.report.cell(model, task, style, mode, "qevict", budget, length)
+    if qcell is None:
+        return None
+    if qcell["infeasible_n"]:
+        return [("**MISSED**", f"qevict cannot meet the budget on {qcell['infeasible_n']} of "
+                 f"{qcell['n']} instances")]
+    parts = []
+    full = page.find(key, length, budget, "qevict", "full") or next(
+        (c for c in page.comparisons() if comparison_group(c) == key and c["length"] == length
+         and pe.rnd(c["budget"]) == budget and "qevict" in (c["a"], c["b"])
+         and is_full(c["b"] if c["a"] == "qevict" else c["a"])), None)
+    if full is None:
+        parts.append(("**NOT EVALUATED**", "no full-cache rows on these instances"))
+    else:
+        v = seen_by(full, "qevict")
+        threshold = -(1 - GOAL_A_FRACTION_OF_FULL) * v["theirs"]
+        parts.append((goal_status(v["lo"], v["hi"], threshold),
+                      f"qevict − full {fmt_diff(v['metric'], v['diff'], v['lo'], v['hi'])}, "
+                      f"needs ≥ {threshold * 100:+.1f} points ({GOAL_A_FRACTION_OF_FULL:.0%} "
+                      f"of full {v['theirs']:.2f}), {v['n']} pairs"))
+    for other in pe.KEEP_OR_DROP:
+        c = page.find(key, length, budget, "qevict", other)
+        if c is None:
             continue
-        if t.kind == "ppl":
-            ppl, nll = pe.mean(r.get("ppl") for r in full), pe.mean(r.get("nll") for r in full)
-            body.append([t.task, t.kind, f"PPL {fmt(ppl)}, NLL {fmt(nll, '{:.3f}')}",
-                         str(len(full)), "reference for KL / ΔPPL"])
-        elif t.kind == "longgen":
-            body.append([t.task, t.kind, "reference output", str(len(full)),
-                         "agreement is measured against it (1 by definition)"])
-        else:
-            acc = pe.mean(r.get("accuracy") for r in full)
-            ok = acc is not None and acc >= FULL_FAILS_BELOW
-            if not ok:
-                failing.append((t.task, acc))
-            body.append([t.task, t.kind, f"accuracy {fmt(acc)}", str(len(full)),
-                         "ok" if ok else f"**fails** (< {FULL_FAILS_BELOW:g})"])
-    out += md_table(["task", "kind", "full cache", "n", "verdict"], body) + [""]
-    for task, acc in failing:
-        out.append(f"**The full cache fails on {task} (accuracy {fmt(acc)} < "
-                   f"{FULL_FAILS_BELOW:g}): its compressed results say nothing about "
-                   "compression.**")
-        out.append("")
-    return out, {task for task, _ in failing}
+        v = seen_by(c, "qevict")
+        if page.unequal_bytes(c):
+            parts.append(("(left out)", f"vs {other}: infeasible rows, not at equal bytes"))
+            continue
+        threshold = GOAL_A_POINTS_OVER_KEEP_OR_DROP / 100
+        parts.append((goal_status(v["lo"], v["hi"], threshold),
+                      f"qevict − {other} {fmt_diff(v['metric'], v['diff'], v['lo'], v['hi'])}, "
+                      f"needs ≥ +{GOAL_A_POINTS_OVER_KEEP_OR_DROP:g} points"))
+    return parts
 
 
-def goal_a(tables_by_task, failing):
+def overall(statuses):
+    statuses = [s for s in statuses if s.startswith("**")]
+    for word in ("**MISSED**", "**NOT ESTABLISHED**", "**NOT EVALUATED**"):
+        if word in statuses:
+            return word
+    return "**MET**" if statuses else "**NOT EVALUATED**"
+
+
+def goal_a(page):
     out = [f"### (a) {' and '.join(GOAL_A_TASKS)} at budget {pe.fmt_budget(GOAL_A_BUDGET)}: "
-           f"QEvict ≥ {GOAL_A_FRACTION_OF_FULL:.0%} of the full cache and ≥ the best "
-           f"keep-or-drop baseline + {GOAL_A_POINTS_OVER_KEEP_OR_DROP:g} points", ""]
-    for task in GOAL_A_TASKS:
-        t = tables_by_task.get(task)
-        q = feasible(t.cell("qevict", GOAL_A_BUDGET)) if t else []
-        if not t or not t.cell("qevict", GOAL_A_BUDGET):
-            what = f"no {task} rows" if not t else "no qevict rows at this budget"
-            out.append(f"- **NOT EVALUATED** {task} @ {pe.fmt_budget(GOAL_A_BUDGET)}: {what}.")
+           f"qevict ≥ {GOAL_A_FRACTION_OF_FULL:.0%} of the full cache and ≥ every keep-or-drop "
+           f"baseline + {GOAL_A_POINTS_OVER_KEEP_OR_DROP:g} points", "",
+           "Each part from the paired comparison on the same instances: **MET** when the whole "
+           "95% interval of the difference clears the threshold, **MISSED** when the whole "
+           "interval falls short of it, **NOT ESTABLISHED** when the interval straddles it. "
+           "Keep-or-drop baselines: " + ", ".join(pe.KEEP_OR_DROP) + ".", ""]
+    found = False
+    for key in page.report.tables():
+        model, task, style, mode = key
+        if task not in GOAL_A_TASKS:
             continue
-        if not q:
-            out.append(f"- **MISSED** {task} @ {pe.fmt_budget(GOAL_A_BUDGET)}: qevict is "
-                       "infeasible at this budget.")
-            continue
-        parts, ok, unknown = [], True, False
-        vs_full = paired(q, t.full_rows(), "accuracy")
-        if vs_full is None:
-            parts.append("no full-cache rows to compare with")
-            unknown = True
-        else:
-            qa, fa, n = vs_full
-            margin = (qa - GOAL_A_FRACTION_OF_FULL * fa) * 100
-            ok &= margin >= -EPS
-            share = f"{qa / fa:.0%} of" if fa > 0 else "vs"
-            parts.append(f"qevict {qa:.2f} = {share} full {fa:.2f} (need ≥ "
-                         f"{GOAL_A_FRACTION_OF_FULL * fa:.2f}): margin {fmt_points(margin)}")
-        best = best_baseline(t, GOAL_A_BUDGET, pe.KEEP_OR_DROP, "accuracy", q)
-        if best is None:
-            parts.append("no feasible keep-or-drop baseline to compare with")
-            unknown = True
-        else:
-            name, qa, ba, n = best
-            margin = (qa - ba) * 100 - GOAL_A_POINTS_OVER_KEEP_OR_DROP
-            ok &= margin >= -EPS
-            parts.append(f"qevict {qa:.2f} vs best keep-or-drop ({name}) {ba:.2f} + "
-                         f"{GOAL_A_POINTS_OVER_KEEP_OR_DROP:g} points: margin "
-                         f"{fmt_points(margin)}")
-        caveat = " (the full cache fails on this task, so this says little)" \
-            if task in failing else ""
-        verdict = "**NOT EVALUATED**" if ok and unknown else status(ok)
-        out.append(f"- {verdict} {task} @ {pe.fmt_budget(GOAL_A_BUDGET)}: "
-                   + "; ".join(parts) + "." + caveat)
+        for length in page.report.lengths(model, task, style):
+            parts = goal_a_parts(page, key, length)
+            if parts is None:
+                continue
+            found = True
+            where = f"{task} @ {fmt_length(length)} ({model}, {mode})"
+            why = page.excluded(model, task, style, length)
+            if why:
+                out.append(f"- excluded: {where}: {why}.")
+                continue
+            out.append(f"- {overall([s for s, _ in parts])} {where}:")
+            out += [f"  - {s} {text}" for s, text in parts]
+    if not found:
+        out.append(f"- **NOT EVALUATED**: no qevict rows at budget "
+                   f"{pe.fmt_budget(GOAL_A_BUDGET)} on {' or '.join(GOAL_A_TASKS)}.")
     return out + [""]
 
 
-def best_baseline(t, budget, names, key, qrows):
-    """(name, qevict mean, baseline mean, n) of the feasible baseline closest to or above
-    qevict (smallest paired qevict - baseline), or None."""
-    best = None
-    for name in names:
-        pr = paired(qrows, feasible(t.cell(name, budget)), key)
-        if pr is None:
-            continue
-        if best is None or pr[0] - pr[1] < best[1] - best[2] - EPS:
-            best = (name,) + pr
-    return best
+def goal_b_line(page, c):
+    """(label, text) of qevict vs mikv at one budget."""
+    v = seen_by(c, "qevict")
+    text = (f"{fmt_diff(v['metric'], v['diff'], v['lo'], v['hi'])}, {v['n']} pairs, "
+            f"{fmt_p(v['p'])}")
+    if page.unequal_bytes(c):
+        return "not at equal bytes", text + " (infeasible rows: no verdict)"
+    return {"win": "**MET** (better)", "loss": "**MISSED**"}.get(
+        v["outcome"], "no detectable difference"), text
 
 
-def goal_b(tables):
-    out = ["### (b) At every budget QEvict ≥ MiKV (per task)", "",
-           "MiKV keeps the same tiers without promotion; where the two are equal, promotion "
-           "made no difference.", ""]
-    for t in tables:
-        key, better_high = ("kl", False) if t.kind == "ppl" else \
-            (pe.primary_metric(t.kind)[0], True)
-        details, worst, equal_at, evaluated, at_or_above = [], None, [], 0, 0
-        for b in t.budgets:
-            q, m = feasible(t.cell("qevict", b)), feasible(t.cell("mikv", b))
-            if not t.cell("qevict", b) or not t.cell("mikv", b):
+def goal_b(page):
+    out = ["### (b) qevict ≥ mikv at every budget", "",
+           "MiKV keeps the same tiers without promotion. Per budget: **MISSED** only where the "
+           "paired comparison favours mikv, **MET** (better) where it favours qevict, \"no "
+           "detectable difference\" otherwise (consistent with the goal, not a proof of it).",
+           ""]
+    found = False
+    for key in page.report.tables():
+        model, task, style, mode = key
+        for length in page.report.lengths(model, task, style):
+            cs = sorted((c for c in page.comparisons() if comparison_group(c) == key
+                         and c["length"] == length and {c["a"], c["b"]} == {"qevict", "mikv"}),
+                        key=lambda c: c["budget"])
+            if not cs:
                 continue
-            pr = paired(q, m, key)
-            if pr is None:
-                details.append(f"  - @ {pe.fmt_budget(b)}: not comparable (infeasible rows)")
+            found = True
+            where = f"{task} @ {fmt_length(length)} ({model}, {mode})"
+            why = page.excluded(model, task, style, length)
+            if why:
+                out.append(f"- excluded: {where}: {why}.")
                 continue
-            evaluated += 1
-            qv, mv, n = pr
-            diff = (qv - mv) if better_high else (mv - qv)
-            worst = diff if worst is None else min(worst, diff)
-            at_or_above += diff >= -EPS
-            promos = pe.mean(pe.kv(r, "promotions") for r in q)
-            if t.kind == "ppl":
-                desc = f"KL qevict {qv:.3g} vs mikv {mv:.3g}"
-            else:
-                desc = f"qevict {qv:.2f} vs mikv {mv:.2f} ({fmt_points(diff * 100)})"
-            if abs(qv - mv) <= EPS:
-                same = identical_outputs(q, m)
-                equal_at.append(pe.fmt_budget(b))
-                desc += (f" — equal: promotion made no difference (qevict mean promotions "
-                         f"{fmt(promos, '{:.1f}')}" + (f"; identical outputs on {same}" if same
-                                                       else "") + ")")
-            else:
-                desc += f", qevict mean promotions {fmt(promos, '{:.1f}')}"
-            details.append(f"  - @ {pe.fmt_budget(b)}: {desc}" + ("" if diff >= -EPS
-                                                                  else " **(below mikv)**"))
-        if not evaluated:
-            out.append(f"- **NOT EVALUATED** {t.task}: no budget with feasible rows of both "
-                       "qevict and mikv.")
-            continue
-        what = "KL ≤ mikv's" if t.kind == "ppl" else "qevict ≥ mikv"
-        margin = (f"smallest margin {worst:+.3g} KL" if t.kind == "ppl"
-                  else f"smallest margin {fmt_points(worst * 100)}")
-        eq = f"; equal at {', '.join(equal_at)}" if equal_at else ""
-        out.append(f"- {status(worst >= -EPS)} {t.task}: {what} at {at_or_above} of {evaluated} "
-                   f"budgets compared ({margin}{eq}).")
-        out += details
+            lines = [(c, *goal_b_line(page, c)) for c in cs]
+            labels = [lab for _, lab, _ in lines]
+            counts = ", ".join(f"{lab} at {labels.count(lab)}" for lab in dict.fromkeys(labels))
+            out.append(f"- {where}: {counts} of {len(cs)} budgets")
+            out += [f"  - budget {pe.fmt_budget(c['budget'])}: {lab}: {text}"
+                    for c, lab, text in lines]
+    if not found:
+        out.append("- **NOT EVALUATED**: no comparison of qevict with mikv.")
     return out + [""]
 
 
-def identical_outputs(a_rows, b_rows):
-    """'k/n instances' whose turn outputs are the same for both policies, or ''."""
-    a = {str(r.get("id")): [x.get("output") for x in r.get("turns") or []] for r in a_rows}
-    b = {str(r.get("id")): [x.get("output") for x in r.get("turns") or []] for r in b_rows}
-    common = [i for i in sorted(set(a) & set(b)) if a[i]]
-    if not common:
-        return ""
-    return f"{sum(a[i] == b[i] for i in common)}/{len(common)} instances"
+def goal_c_line(page, key, length, budget):
+    """(label, text) of qevict's KL against every other family at one budget."""
+    cs = [c for c in page.comparisons() if comparison_group(c) == key and c["length"] == length
+          and pe.rnd(c["budget"]) == budget and "qevict" in (c["a"], c["b"])
+          and not c["same_family"] and not is_full(c["a"]) and not is_full(c["b"])]
+    seen = [(seen_by(c, "qevict"), page.unequal_bytes(c)) for c in cs]
+    equal = [v for v, bad in seen if not bad]
+    left_out = sorted(v["other"] for v, bad in seen if bad)
+    losses = [v for v in equal if v["outcome"] == "loss"]
+    ties = [v for v in equal if v["outcome"] == "none"]
+    if not equal:
+        return "**NOT EVALUATED**", "no comparison at equal bytes"
+    label = "**MISSED**" if losses else ("**NOT ESTABLISHED**" if ties else "**MET**")
+    shown = losses or ties or equal
+    text = "; ".join(f"{v['other']} {fmt_diff('kl', v['diff'], v['lo'], v['hi'])}"
+                     for v in shown)
+    what = {"**MISSED**": "higher KL than", "**NOT ESTABLISHED**": "no detectable difference "
+            "from", "**MET**": "lower KL than each other policy"}[label]
+    note = f" ({', '.join(left_out)}: infeasible rows, left out)" if left_out else ""
+    return label, f"{what}, qevict minus: {text}{note}"
 
 
-def goal_c(tables):
-    out = [f"### (c) ppl: QEvict has the lowest KL among the policies at every budget ≤ "
-           f"{pe.fmt_budget(GOAL_C_MAX_BUDGET)}", ""]
-    ppl_tables = [t for t in tables if t.kind == "ppl"]
-    if not ppl_tables:
-        return out + ["- **NOT EVALUATED**: no ppl rows.", ""]
-    for t in ppl_tables:
-        budgets = [b for b in t.budgets if b <= GOAL_C_MAX_BUDGET + EPS]
-        if not budgets:
-            out.append(f"- **NOT EVALUATED** {t.task}: no budget ≤ "
-                       f"{pe.fmt_budget(GOAL_C_MAX_BUDGET)}.")
-        for b in budgets:
-            q = feasible(t.cell("qevict", b))
-            if not q:
-                out.append(f"- **MISSED** {t.task} @ {pe.fmt_budget(b)}: no feasible qevict "
-                           "rows.")
-                continue
-            others = [p for p in t.policies if p not in ("full", "qevict")]
-            excluded = [p for p in others if t.cell(p, b) and not feasible(t.cell(p, b))]
-            # Best competitor: the lowest KL relative to qevict on the shared instances.
-            best = None
-            for p in others:
-                pr = paired(q, feasible(t.cell(p, b)), "kl")
-                if pr and (best is None or pr[1] - pr[0] < best[2] - best[1] - EPS):
-                    best = (p,) + pr
-            note = f" ({', '.join(excluded)} infeasible, excluded)" if excluded else ""
-            if best is None:
-                out.append(f"- **NOT EVALUATED** {t.task} @ {pe.fmt_budget(b)}: no feasible "
-                           f"competitor{note}.")
-                continue
-            name, qk, ok_, n = best
-            met = qk <= ok_ + EPS
-            if ok_ > 0:
-                rel = f"{abs(1 - qk / ok_):.0%} {'lower' if qk <= ok_ else 'higher'}"
-            else:
-                rel = "equal" if qk <= EPS else "higher"
-            out.append(f"- {status(met)} {t.task} @ {pe.fmt_budget(b)}: qevict KL {qk:.3g} vs "
-                       f"best other ({name}) {ok_:.3g}: {rel}{note}.")
+def goal_c(page):
+    out = [f"### (c) ppl: qevict has the lowest KL among the policies at every budget ≤ "
+           f"{pe.fmt_budget(GOAL_C_MAX_BUDGET)}", "",
+           "**MET** where the paired comparison favours qevict against every other policy, "
+           "**MISSED** where one favours another policy, **NOT ESTABLISHED** where some show no "
+           "detectable difference.", ""]
+    found = False
+    for key in page.report.tables():
+        model, task, style, mode = key
+        if page.report.metric(model, task, style) != "kl":
+            continue
+        for length in page.report.lengths(model, task, style):
+            budgets = sorted({pe.rnd(c["budget"]) for c in page.report.of(model, task, style,
+                                                                            mode)
+                              if c["policy"] == "qevict" and c["length"] == length
+                              and c["budget"] <= GOAL_C_MAX_BUDGET + EPS})
+            for b in budgets:
+                found = True
+                label, text = goal_c_line(page, key, length, b)
+                out.append(f"- {label} {task} @ {fmt_length(length)}, budget "
+                           f"{pe.fmt_budget(b)} ({model}, {mode}): {text}.")
+    if not found:
+        out.append("- **NOT EVALUATED**: no ppl rows of qevict.")
     return out + [""]
 
 
-def section_goals(tables, failing):
-    by_task = {t.task: t for t in tables}
-    return (["## Goals", ""] + goal_a(by_task, failing) + goal_b(tables) + goal_c(tables))
+def section_goals(page):
+    return ["## Goals", ""] + goal_a(page) + goal_b(page) + goal_c(page)
 
 
+# ----------------------------------------------------------------------------- notes
 def section_notes(path):
     if not path or not os.path.exists(path):
         return []
@@ -457,180 +563,298 @@ def section_notes(path):
     return out + [text, f"<!-- END {rel} -->", ""]
 
 
-def section_task_tables(tables):
-    out = ["## Results per task", "",
-           "Mean over instances. **Bold**: the best feasible compressed policy at that budget. "
-           "\"(inf.)\": the policy could not meet the budget (kivi at small budgets, or a budget "
-           "below the fp16 floor), so the value is not an equal-bytes comparison; \"inf. k/n\" "
-           "when only some instances were infeasible.", ""]
-    for t in tables:
-        out += [f"### {t.task}", ""]
-        full = t.full_rows()
-        sizes = sorted(len(rs) for (p, _), rs in t.cells.items() if p != "full")
-        typical_n = max(set(sizes), key=sizes.count) if sizes else 0
-        for key, label, spec, high in table_metrics(t.kind):
-            full_val = pe.mean(r.get(key) for r in full)
-            full_txt = f"full cache {fmt(full_val, spec)} (n = {len(full)})" if full else \
-                "no full-cache rows"
-            out += [f"{label[0].upper() + label[1:]}; {full_txt}; n = {typical_n} per cell "
-                    "unless noted.", ""]
+# ----------------------------------------------------------------------------- tables
+def table_metrics(metric):
+    """The metrics tabulated for a task compared by `metric`."""
+    return {"kl": ["kl", "delta_ppl", "top1_agreement"],
+            "edit_similarity": ["edit_similarity", "agreement"]}.get(metric, [metric])
+
+
+def inf_mark(cell):
+    """" (inf.)" when every row of the cell was infeasible, " (inf. k/n)" when some were."""
+    k, n = cell["infeasible_n"], cell["n"]
+    return "" if not k else (" (inf.)" if k == n else f" (inf. {k}/{n})")
+
+
+def cell_text(cell, metric, typical_n):
+    s = pe.stat(cell, metric)
+    if not s:
+        return DASH
+    text = fmt_stat(s, metric_spec(metric)) + inf_mark(cell)
+    if s["n"] != typical_n:
+        text += f" (n={s['n']})"
+    return text
+
+
+def typical(values):
+    values = list(values)
+    return max(sorted(set(values)), key=values.count) if values else 0
+
+
+def policy_label(policy):
+    return f"**{policy}**" if policy == "qevict" else policy
+
+
+def metric_table(page, key, length, metric):
+    """Caption and table of one metric: policies x budgets, "mean [lo, hi]" per cell."""
+    model, task, style, mode = key
+    cells = [c for c in page.report.of(model, task, style, mode)
+             if c["length"] == length and c["depth"] is None and pe.stat(c, metric)]
+    if not cells:
+        return []
+    budgets = sorted({pe.rnd(c["budget"]) for c in cells})
+    policies = pe.ordered_policies({c["policy"] for c in cells})
+    n = typical(pe.stat(c, metric)["n"] for c in cells)
+    full = page.report.full_cell(model, task, style, length)
+    fs = pe.stat(full, metric)
+    full_text = (f"full cache {fmt_stat(fs, metric_spec(metric))} (n = {fs['n']})" if fs
+                 else "no full-cache value")
+    why = page.excluded(model, task, style, length)
+    caption = (f"{pe.metric_label(metric)[0].upper() + pe.metric_label(metric)[1:]}, mean [95% "
+               f"interval]; {style} prompts; {full_text}; n = {n} instances per cell unless "
+               "noted." + (f" **Excluded from every verdict: {why}.**" if why else ""))
+    body = [[policy_label(p)] + [cell_text(page.report.cell(model, task, style, mode, p, b,
+                                                            length), metric, n)
+                                 for b in budgets] for p in policies]
+    return [caption, ""] + md_table(["policy \\ budget"] + [pe.fmt_budget(b) for b in budgets],
+                                    body) + [""]
+
+
+def section_tables(page):
+    out = ["## Results", "",
+           "Per model, task, context length and prefill mode: each policy at each budget, mean "
+           "[95% interval] over the instances. \"(inf.)\": the rows could not meet the budget, "
+           "so the value is not an equal-bytes comparison (\"inf. k/n\" when only some could "
+           "not). Which differences are real is in \"Where qevict wins and loses\".", ""]
+    for key in page.report.tables():
+        model, task, style, _ = key
+        metric = page.report.metric(model, task, style)
+        for length in page.report.lengths(model, task, style):
             body = []
-            best = {}
-            for b in t.budgets:
-                vals = [pe.mean(r.get(key) for r in t.cell(p, b)) for p in t.policies
-                        if p != "full" and t.cell(p, b)
-                        and not any(map(pe.is_infeasible, t.cell(p, b)))]
-                vals = [v for v in vals if v is not None]
-                if vals:
-                    best[b] = max(vals) if high else min(vals)
-            for p in t.policies:
-                if p == "full":
-                    continue
-                row = [f"**{p}**" if p == "qevict" else p]
-                for b in t.budgets:
-                    rs = t.cell(p, b)
-                    v = pe.mean(r.get(key) for r in rs)
-                    if not rs or v is None:
-                        row.append(DASH)
-                        continue
-                    txt = fmt(v, spec)
-                    n_inf = sum(pe.is_infeasible(r) for r in rs)
-                    if n_inf == 0 and b in best and abs(v - best[b]) <= EPS:
-                        txt = f"**{txt}**"
-                    if n_inf == len(rs):
-                        txt += " (inf.)"
-                    elif n_inf:
-                        txt += f" (inf. {n_inf}/{len(rs)})"
-                    if len(rs) != typical_n:
-                        txt += f" (n={len(rs)})"
-                    row.append(txt)
-                body.append(row)
-            out += md_table(["policy \\ budget"] + [pe.fmt_budget(b) for b in t.budgets], body)
-            out.append("")
+            for m in table_metrics(metric):
+                body += metric_table(page, key, length, m)
+            if body:
+                out += [f"### {table_title(key, length)}", ""] + body
     return out
 
 
-def section_wins(tables):
-    out = ["## Where QEvict wins and where it loses", "",
-           f"QEvict minus each baseline at the same budget, in points (x100) of the task's "
-           f"metric, over feasible rows and the instances both have: a win is ≥ "
-           f"+{WIN_POINTS:g}, a tie within ±{WIN_POINTS:g}, a loss ≤ -{WIN_POINTS:g}. "
-           "Keep-or-drop baselines: " + ", ".join(pe.KEEP_OR_DROP) + ".", ""]
-    for t in tables:
-        key, label = comparison_metric(t.kind)
-        baselines = [p for p in t.policies if p not in ("full", "qevict")]
-        if not any(t.cell("qevict", b) for b in t.budgets) or not baselines:
+def table_title(key, length):
+    """Heading of one table: model, task @ length, prompt style, prefill mode."""
+    model, task, style, mode = key
+    where = task if length is None else f"{task} @ {length} tokens"
+    return f"{model} · {where} · {style} prompts · {MODE_TITLES.get(mode, mode)}"
+
+
+# ----------------------------------------------------------------------------- memory
+MEMORY_KEYS = ("mean_resident_bytes", "peak_bytes", "peak_reserved_bytes", "peak_rss_bytes")
+
+
+def memory_text(cell, keys=MEMORY_KEYS):
+    """The cell's byte means in MiB, "a / b / ..." in the order of keys."""
+    if cell is None:
+        return DASH
+    return " / ".join(fmt_mib(pe.kv_mean(cell, k), "{:.0f}" if k.endswith("rss_bytes")
+                              else "{:.1f}") for k in keys) + inf_mark(cell)
+
+
+def memory_table(page, key, length):
+    model, task, style, mode = key
+    cells = [c for c in page.report.of(model, task, style, mode)
+             if c["length"] == length and c["depth"] is None
+             and pe.kv_mean(c, "peak_bytes") is not None]
+    if not cells:
+        return []
+    budgets = sorted({pe.rnd(c["budget"]) for c in cells})
+    policies = pe.ordered_policies({c["policy"] for c in cells})
+    full = page.report.full_cell(model, task, style, length)
+    body = [[policy_label(p)] + [memory_text(page.report.cell(model, task, style, mode, p, b,
+                                                              length)) for b in budgets]
+            for p in policies]
+    return [f"Full cache (never routed, so no routed mean): KV ledger peak / pool-reserved peak "
+            f"/ process peak RSS {memory_text(full, MEMORY_KEYS[1:])} MiB.", ""] + md_table(
+        ["policy \\ budget"] + [pe.fmt_budget(b) for b in budgets], body) + [""]
+
+
+def section_memory(page):
+    out = ["## Memory", "",
+           "Per cell, in MiB, means over the instances of each row's figure: **KV ledger mean "
+           "resident / KV ledger peak / pool-reserved peak / process peak RSS**. The ledger is "
+           "what the cache accounts for (the budget bounds it from the first routing step); "
+           "reserved is what its pools and buffers hold from the OS; RSS is the whole process "
+           "(weights included). In prompt-end rows the ledger peak includes the whole prompt "
+           "held in fp16 before routing; bounded rows read it in chunks under the budget.", ""]
+    for key in page.report.tables():
+        model, task, style, _ = key
+        for length in page.report.lengths(model, task, style):
+            body = memory_table(page, key, length)
+            if body:
+                out += [f"### {table_title(key, length)}", ""] + body
+    return out
+
+
+# ----------------------------------------------------------------------------- wins and losses
+def verdict_line(c, v, policy):
+    verb = {"win": "beats", "loss": "loses to"}[v["outcome"]]
+    extra = ""
+    if v["mine_only"] is not None:
+        extra = f" ({policy} alone right on {v['mine_only']}, {v['other']} alone on " \
+                f"{v['theirs_only']})"
+    return (f"- {policy} {verb} {v['other']} on {c['task']} @ {fmt_length(c['length'])}, "
+            f"budget {pe.fmt_budget(c['budget'])}: "
+            f"{fmt_diff(v['metric'], v['diff'], v['lo'], v['hi'])}, {v['n']} pairs, "
+            f"{fmt_p(v['p'])}{extra}")
+
+
+def tally_table(tally):
+    body = [[pe.fmt_budget(b), t["win"], t["loss"], t["none"]]
+            for b, t in sorted(tally.items())]
+    return md_table(["budget", "wins", "losses", "no detectable difference"], body)
+
+
+def wins_block(page, policy, group, cs):
+    """Verdict lines and the tally per budget of one (model, style, mode)."""
+    lines, tally, skipped = [], {}, {"excluded": [], "unequal": 0}
+    for c in sorted(cs, key=lambda c: (c["task"], c["length"] or 0, c["budget"])):
+        why = page.excluded(c["model"], c["task"], c["prompt_style"], c["length"])
+        if why:
+            skipped["excluded"].append(f"{c['task']} @ {fmt_length(c['length'])} ({why})")
             continue
-        out += [f"### {t.task} ({label})", ""]
-        tally = {"wins": 0, "ties": 0, "losses": 0}
-        for b in t.budgets:
-            head = f"- {t.task} @ {pe.fmt_budget(b)}: "
-            q_all = t.cell("qevict", b)
-            q = feasible(q_all)
-            if not q_all:
-                continue
-            if not q:
-                out.append(head + "QEvict is infeasible at this budget.")
-                continue
-            best = best_baseline(t, b, pe.KEEP_OR_DROP, key, q)
-            if best:
-                name, qv, bv, n = best
-                out.append(head + f"QEvict {qv:.2f} vs best keep-or-drop ({name}) {bv:.2f}: "
-                           f"{fmt_points((qv - bv) * 100)}.")
-            else:
-                qv = pe.mean(r.get(key) for r in q)
-                out.append(head + f"QEvict {fmt(qv)}; no feasible keep-or-drop baseline.")
-            groups = {"wins": [], "ties": [], "losses": [], "not comparable": []}
-            for p in baselines:
-                pr = paired(q, feasible(t.cell(p, b)), key)
-                if pr is None:
-                    if t.cell(p, b):
-                        why = "infeasible" if not feasible(t.cell(p, b)) else "other instances"
-                        groups["not comparable"].append(f"{p} ({why})")
-                    continue
-                d = (pr[0] - pr[1]) * 100
-                g = "wins" if d >= WIN_POINTS else ("losses" if d <= -WIN_POINTS else "ties")
-                groups[g].append(f"{p} {d:+.0f}")
-                tally[g] += 1
-            parts = [f"{g}: {', '.join(v)}" for g, v in groups.items() if v]
-            out.append("  - " + "; ".join(parts) + ".")
-        total = sum(tally.values())
-        out += ["", f"Over {t.task}: wins {tally['wins']}, ties {tally['ties']}, losses "
-                f"{tally['losses']} of {total} comparisons.", ""]
+        if page.unequal_bytes(c):
+            skipped["unequal"] += 1
+            continue
+        v = seen_by(c, policy)
+        t = tally.setdefault(pe.rnd(c["budget"]), {"win": 0, "loss": 0, "none": 0})
+        t[v["outcome"]] += 1
+        if v["outcome"] != "none":
+            lines.append(verdict_line(c, v, policy))
+    model, style, mode = group
+    out = [f"### {model} · {style} prompts · {MODE_TITLES.get(mode, mode)}", ""]
+    out += lines or [f"No comparison of {policy} has a verdict here: no detectable "
+                     "difference anywhere."]
+    out += [""] + (tally_table(tally) if tally else ["Nothing to tally."]) + [""]
+    excluded = sorted(set(skipped["excluded"]))
+    if excluded:
+        out += ["Not counted, the full cache failing there: " + "; ".join(excluded) + ".", ""]
+    if skipped["unequal"]:
+        k = skipped["unequal"]
+        out += [f"Not counted: {k} comparison{'s' if k > 1 else ''} with infeasible rows (not "
+                "at equal bytes).", ""]
     return out
 
 
-def section_diagnostics(tables):
+def section_wins(page, policy):
+    out = [f"## Where {policy} wins and where it loses", "",
+           f"Every paired comparison of `{policy}` (exactly that policy) with a policy of "
+           "another family, on the same instances, per task, length and budget. Its variants "
+           "and tagged runs are ablations (next section); the full cache is the reference, "
+           "judged under Goals. Listed: every comparison with a verdict, as "
+           f"{policy} minus the other policy with its paired 95% interval; the tally counts "
+           "wins, losses and comparisons with no detectable difference per budget.", ""]
+    groups = {}
+    for c in page.comparisons():
+        if policy in (c["a"], c["b"]) and not c["same_family"] \
+                and not is_full(c["a"]) and not is_full(c["b"]):
+            groups.setdefault((c["model"], c["prompt_style"], c["prefill_mode"]), []).append(c)
+    if not groups:
+        return out + [f"No comparison of {policy} with another family.", ""]
+    for group, cs in groups.items():
+        out += wins_block(page, policy, group, cs)
+    return out
+
+
+# ----------------------------------------------------------------------------- ablations
+def ablation_row(page, c):
+    verdict = {"a": f"{c['a']} better", "b": f"{c['b']} better"}.get(
+        c["verdict"], "no detectable difference")
+    if page.unequal_bytes(c):
+        verdict = "not at equal bytes (infeasible rows)"
+    p = DASH if c["p"] is None else (f"{c['p']:.2g}" if c["p"] >= 0.001 else "< 0.001")
+    return [c["task"], fmt_length(c["length"]), pe.fmt_budget(c["budget"]), c["a"], c["b"],
+            fmt_diff(c["metric"], c["diff"], c["lo"], c["hi"]), c["n"], p, verdict]
+
+
+def section_ablations(page):
+    out = ["## Ablations", "",
+           "Comparisons within one family: a policy against its own variants (\"policy:key="
+           "value\"), a tagged run's rows (\"policy[tag]\"), and qevict against qevict-qa. "
+           "They say what a setting changes; they are ablations, not results against "
+           "baselines, and are never tallied. Paired on the same instances; a − b with its "
+           "95% interval.", ""]
+    groups = {}
+    for c in page.comparisons():
+        if c["same_family"] and not is_full(c["a"]):
+            if page.excluded(c["model"], c["task"], c["prompt_style"], c["length"]):
+                continue
+            groups.setdefault((c["model"], c["prompt_style"], c["prefill_mode"]), []).append(c)
+    if not groups:
+        return out + ["No comparison within a family.", ""]
+    for (model, style, mode), cs in groups.items():
+        cs = sorted(cs, key=lambda c: (c["task"], c["length"] or 0, c["budget"], c["a"],
+                                       c["b"]))
+        out += [f"### {model} · {style} prompts · {MODE_TITLES.get(mode, mode)}", ""]
+        out += md_table(["task", "length", "budget", "a", "b", "a − b [95%]", "pairs",
+                         "McNemar p", "verdict"], [ablation_row(page, c) for c in cs]) + [""]
+    return out
+
+
+# ----------------------------------------------------------------------------- diagnostics
+def diag_row(cell, metrics):
+    row = [pe.fmt_budget(cell["budget"]), cell["policy"] + inf_mark(cell), str(cell["n"])]
+    row += [DASH if pe.kv_mean(cell, k) is None else f"{pe.kv_mean(cell, k):.1f}"
+            for k in ("promotions", "demotions", "evictions")]
+    return row + [fmt_stat(pe.stat(cell, m), "{:.3f}") for m, _ in metrics]
+
+
+def section_diagnostics(page):
     out = ["## Diagnostics", "",
-           "Means over instances (peaks: the largest over instances). Bytes in MiB: mean / peak "
-           "resident per tier (fp16, 2-bit quantized) and in total, and the budget; what the "
-           "cache held mapped from the OS at its peak (pools and buffers, KvStats reserved "
-           "bytes) and the process's peak RSS during the row (weights included; in bounded "
-           "runs without a shadow the row's cache alone, otherwise with the shared fp16 "
-           "prefix). Missed "
-           "mass: share of the full cache's attention on tokens the policy no longer holds (mean "
-           "over decode steps); FMM: future missed mass at routing events. Both need a shadow "
-           "run (`--shadow`).", ""]
-    for t in tables:
-        # The main policies in every prefill mode ("qevict", "qevict (prompt-end)", ...).
-        pols = [p for p in t.policies
-                if p.split(" (")[0] in DIAG_POLICIES and any(t.cell(p, b) for b in t.budgets)]
-        if not pols:
+           "Pooled over lengths, per model, task and prefill mode, for the main policies. Tier "
+           "moves are means per row. With a shadow run (`--shadow`), each with its 95% "
+           "interval:",
+           "- **missed mass**: the share of the full cache's attention, per decode step, on "
+           "tokens the policy had evicted. It does **not** count quantization error: windows "
+           "held at 2 bits are attended, so they are never missed;",
+           "- **quantized mass**: the share of the full cache's attention on windows the policy "
+           "held at 2 bits: the attention that quantization could have changed (by how much is "
+           "not measured);",
+           "- **FMM** (the paper's, per routing step): over the next decode steps, the share of "
+           "the full cache's attention on windows dropped at that step; **cumulative FMM**: the "
+           "same with every window gone by then.", ""]
+    for key in page.report.tables():
+        model, task, style, mode = key
+        cells = [c for c in page.report.of(model, task, style, mode)
+                 if c["length"] is None and c["depth"] is None
+                 and c["policy"] in DIAG_POLICIES]
+        if not cells:
             continue
-        has_mm = any(pe.num(r.get("missed_mass")) is not None for r in t.rows)
-        has_fmm = any(pe.num(r.get("fmm")) is not None for r in t.rows)
-        has_cold = any((pe.kv(r, "cold_peak_bytes") or 0) > 0 for r in t.rows)
-        header = ["budget", "policy", "n", "promotions", "demotions", "evictions",
-                  "fp16 MiB mean / peak", "quant MiB mean / peak", "total MiB mean / peak",
-                  "budget MiB", "mapped MiB peak", "peak RSS MiB"]
-        header += ["cold peak MiB"] if has_cold else []
-        header += ["missed mass"] if has_mm else []
-        header += ["FMM"] if has_fmm else []
-        body = []
-        for b in t.budgets:
-            for p in pols:
-                rs = t.cell(p, b)
-                if not rs:
-                    continue
-
-                def m(key, rs=rs):
-                    return pe.mean(pe.kv(r, key) for r in rs)
-
-                def mx(key, rs=rs):
-                    vals = [v for v in (pe.kv(r, key) for r in rs) if v is not None]
-                    return max(vals) if vals else None
-                row = [pe.fmt_budget(b), p + (" (inf.)" if any(map(pe.is_infeasible, rs))
-                                              else ""), str(len(rs)),
-                       fmt(m("promotions"), "{:.1f}"), fmt(m("demotions"), "{:.1f}"),
-                       fmt(m("evictions"), "{:.1f}"),
-                       f"{fmt_mib(m('mean_fp16_bytes'))} / {fmt_mib(mx('peak_fp16_bytes'))}",
-                       f"{fmt_mib(m('mean_quant_bytes'))} / {fmt_mib(mx('peak_quant_bytes'))}",
-                       f"{fmt_mib(m('mean_resident_bytes'))} / {fmt_mib(mx('peak_bytes'))}",
-                       fmt_mib(m("budget_bytes")), fmt_mib(mx("peak_reserved_bytes")),
-                       fmt_mib(mx("peak_rss_bytes"))]
-                if has_cold:
-                    row.append(fmt_mib(mx("cold_peak_bytes")))
-                if has_mm:
-                    row.append(fmt(pe.mean(r.get("missed_mass") for r in rs), "{:.3f}"))
-                if has_fmm:
-                    row.append(fmt(pe.mean(r.get("fmm") for r in rs), "{:.3f}"))
-                body.append(row)
-        out += [f"### {t.task}", ""] + md_table(header, body) + [""]
+        metrics = [(m, label) for m, label in DIAG_METRICS
+                   if any(pe.stat(c, m) for c in cells)]
+        cells.sort(key=lambda c: (c["budget"], DIAG_POLICIES.index(c["policy"])))
+        header = ["budget", "policy", "n", "promotions", "demotions", "evictions"] \
+            + [label for _, label in metrics]
+        out += [f"### {key_title(key)}", ""] + md_table(header, [diag_row(c, metrics)
+                                                                 for c in cells])
+        if not metrics:
+            out += ["", "No shadow run: missed mass and FMM were not measured."]
+        out.append("")
     return out
 
 
+# ----------------------------------------------------------------------------- pictures
 def clear_stale_pictures(images):
     for pattern in pe.OUTPUT_PATTERNS:
         for path in sorted(glob.glob(os.path.join(images, pattern))):
             os.remove(path)
 
 
-def section_pictures(rows, images, out_path):
+def section_pictures(page, images, out_path):
     clear_stale_pictures(images)
-    pictures = pe.render_all(rows, images)
-    out = ["## Pictures", ""]
+    pictures = pe.render_all(page.report, page.rows, images)
+    out = ["## Pictures", "",
+           "Drawn by `scripts/plot_eval.py` from the same report: means with their 95% interval "
+           "bands; the full cache dashed. Policy variants and tagged runs are in the tables "
+           "only.", ""]
     if not pictures:
-        return out + ["No pictures: the rows hold nothing to draw.", ""]
+        return out + ["No pictures: the report holds nothing to draw.", ""]
     base = os.path.dirname(os.path.abspath(out_path))
     section = None
     for path, caption, group in pictures:
@@ -638,112 +862,56 @@ def section_pictures(rows, images, out_path):
             out += [f"### {group}", ""]
             section = group
         rel = os.path.relpath(os.path.abspath(path), base).replace(os.sep, "/")
-        if any(c in rel for c in " ()[]"):  # a labelled policy or task: "accuracy_niah (completion).png"
-            rel = f"<{rel}>"
         out += [f"![{caption}]({rel})", "", f"*{caption}*", ""]
     return out
 
 
-def add_retained_accuracy(rows):
-    """For question tasks: row["retained_accuracy"] = share of the turns the full cache answered
-    correctly (same task instance) that this row answers correctly too; None when the full cache
-    answered none. It makes tasks the full cache only partly solves (drift with a small model)
-    say something about compression: a turn the full cache fails is left out."""
-    full = {}
-    for r in rows:
-        if r["policy"] == "full" and r.get("kind") == "questions":
-            full[(r["task"], str(r.get("id")))] = [bool(t.get("correct")) for t in r.get("turns") or []]
-    for r in rows:
-        ref = full.get((r["task"], str(r.get("id"))))
-        turns = r.get("turns") or []
-        if r.get("kind") != "questions" or ref is None or not any(ref) or len(turns) != len(ref):
-            r["retained_accuracy"] = None
-            continue
-        kept = [bool(t.get("correct")) for t, ok in zip(turns, ref) if ok]
-        r["retained_accuracy"] = sum(kept) / len(kept)
+# ----------------------------------------------------------------------------- main
+def regenerate_command(out, images, notes, dirs):
+    cmd = ["python3", "scripts/render_results.py", "--out", out, "--images", images]
+    if notes != DEFAULT_NOTES:
+        cmd += ["--notes", notes]
+    return shlex.join(cmd + dirs)
 
 
-def section_retained(tables, failing):
-    """Accuracy on the turns the full cache answers, for tasks the full cache partly fails."""
-    out = []
-    for t in tables:
-        if t.task not in failing:
-            continue
-        if not out:
-            out = ["## Turns the full cache answers", "",
-                   "Where the full cache fails some turns, those turns say nothing about "
-                   "compression. Here each policy is scored only on the turns (of the same task "
-                   "instance) that the full cache answered correctly: 1.00 means it kept every "
-                   "answer the full cache could give.", ""]
-        body = []
-        for policy in t.policies:
-            if policy == "full":
-                continue
-            line = [policy]
-            for b in t.budgets:
-                cell = t.cell(policy, b)
-                v = pe.mean(r.get("retained_accuracy") for r in cell)
-                inf = any(pe.is_infeasible(r) for r in cell)
-                line.append(DASH if v is None else fmt(v) + (" (inf.)" if inf else ""))
-            body.append(line)
-        n_turns = sum(sum(bool(x.get("correct")) for x in (r.get("turns") or []))
-                      for r in t.full_rows())
-        out += [f"### {t.task}", ""]
-        if n_turns == 0:
-            out += ["The full cache answered no turn: there is nothing compression could keep.", ""]
-            continue
-        out += [f"Turns the full cache answered: {n_turns}.", ""]
-        out += md_table(["policy \\ budget"] + [pe.fmt_budget(b) for b in t.budgets], body)
-        q = t.cell("qevict", GOAL_A_BUDGET)
-        best = best_baseline(t, GOAL_A_BUDGET, pe.KEEP_OR_DROP, "retained_accuracy", feasible(q))
-        qv = pe.mean(r.get("retained_accuracy") for r in feasible(q))
-        if qv is not None and best is not None:
-            name, qa, ba, n = best
-            ok_full = qv >= GOAL_A_FRACTION_OF_FULL - EPS
-            ok_base = (qa - ba) * 100 >= GOAL_A_POINTS_OVER_KEEP_OR_DROP - EPS
-            out += ["", f"At budget {pe.fmt_budget(GOAL_A_BUDGET)} on these turns: qevict keeps "
-                    f"{qv:.0%} of the full cache's answers ({status(ok_full)} against "
-                    f"{GOAL_A_FRACTION_OF_FULL:.0%}); qevict {qa:.2f} vs best keep-or-drop "
-                    f"({name}) {ba:.2f}: {fmt_points((qa - ba) * 100)} "
-                    f"({status(ok_base)} against +{GOAL_A_POINTS_OVER_KEEP_OR_DROP:g})."]
-        out.append("")
-    return out
-
-
-def render(dirs, out_path, images, notes, argv):
-    runs = load_runs(dirs)
-    rows, duplicates = merge_rows(runs)
-    add_retained_accuracy(rows)
-    if not rows:
+def render(dirs, out_path, images, notes, qevict):
+    runs = [Run(d) for d in dirs]
+    if not any(run.rows for run in runs):
         raise SystemExit("render_results: no rows in " + ", ".join(dirs))
-    tables = [Table(rows, task) for task in pe.ordered_tasks(rows)]
-    full_md, failing = section_full(tables)
-    md = section_header(runs, rows, duplicates, argv)
-    md += full_md
-    md += section_goals(tables, failing)
-    md += section_retained(tables, failing)
-    md += section_notes(notes)
-    md += section_task_tables(tables)
-    md += section_wins(tables)
-    md += section_diagnostics(tables)
-    md += section_pictures(rows, images, out_path)
+    report = pe.run_report(qevict, [run.dir for run in runs], [run.summary for run in runs])
+    page = Page(report, runs)
+    md = section_header(regenerate_command(out_path, images, notes, [r.dir for r in runs]))
+    md += section_runs(page) + section_reading() + section_full(page) + section_goals(page)
+    md += section_notes(notes) + section_tables(page) + section_memory(page)
+    for policy in MAIN_POLICIES:
+        md += section_wins(page, policy)
+    md += section_ablations(page) + section_diagnostics(page)
+    md += section_pictures(page, images, out_path)
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     with open(out_path, "w", encoding="utf-8") as f:
         f.write("\n".join(md).rstrip("\n") + "\n")
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", metavar="DIR", help="`qevict eval` output directories")
     ap.add_argument("--out", default="docs/results.md", help="Markdown file to write")
     ap.add_argument("--images", default="docs/results", help="directory for the pictures")
-    ap.add_argument("--notes", default=os.path.join(here, "results_notes.md"),
+    ap.add_argument("--notes", default=DEFAULT_NOTES,
                     help="hand-written interpretation included verbatim (default "
-                         "scripts/results_notes.md)")
+                         "scripts/results_notes.md; '' for none)")
+    ap.add_argument("--qevict", default=pe.DEFAULT_QEVICT,
+                    help="the qevict binary whose `report` computes the statistics (default "
+                         "build/qevict)")
+    ap.add_argument("--commit-rows", metavar="DEST",
+                    help="copy each run's rows (gzipped) and summary.json into DEST/runs/NAME/ "
+                         "and render from the copies")
     args = ap.parse_args()
+    dirs = [os.path.normpath(d) for d in args.dirs]
     try:
-        render(args.dirs, args.out, args.images, args.notes, sys.argv[1:])
+        if args.commit_rows:
+            dirs = [commit_run(d, args.commit_rows) for d in dirs]
+        render(dirs, args.out, args.images, args.notes, args.qevict)
     except OSError as e:
         print(f"render_results: {e}", file=sys.stderr)
         return 1
