@@ -54,8 +54,7 @@ GOAL_A_POINTS_OVER_KEEP_OR_DROP = 20.0
 GOAL_C_MAX_BUDGET = 0.2
 MAIN_POLICIES = ("qevict", "qevict-qa")
 DIAG_POLICIES = ("qevict", "qevict-qa", "mikv", "snapkv", "h2o")
-POINT_METRICS = pe.PROPORTIONS + ("missed_mass", "quantized_mass", "fmm", "fmm_cumulative",
-                                  "fmm_step")
+POINT_METRICS = pe.PROPORTIONS + ("missed_mass", "quantized_mass", "fmm", "fmm_cumulative")
 MODE_TITLES = {
     "prompt-end": "prompt-end: prompt held in fp16, routed at its end (the paper's setting)",
     "bounded": "bounded: prefilled in 512-token chunks under the budget",
@@ -64,7 +63,6 @@ DIAG_METRICS = (
     ("missed_mass", "missed mass"),
     ("quantized_mass", "quantized mass"),
     ("fmm", "FMM (per step, the paper's)"),
-    ("fmm_step", "FMM per step"),
     ("fmm_cumulative", "cumulative FMM"),
 )
 DASH = "–"

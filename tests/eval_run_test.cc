@@ -130,9 +130,9 @@ TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
   }
 }
 
-// --prompt-style completion on a three-turn instance: every row says so, and every turn's prompt
-// (its tail in the row) is "Question: ...\nAnswer: " and the task's answer prefix, which the
-// model continues.
+// --prompt-style completion on a four-turn instance: every row says so, and every turn's prompt
+// (its tail in the row) is "Question: ...\nAnswer: " and the task's answer prefix (the start of
+// the fact asked about), which the model continues.
 TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
   QEVICT_REQUIRE_MODEL(m);
   const std::string dir = ::testing::TempDir() + "/qevict_eval_completion";
@@ -146,14 +146,16 @@ TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
   for (const json& r : rows) {
     SCOPED_TRACE(r["policy"].get<std::string>());
     EXPECT_EQ(r["prompt_style"], "completion");
-    ASSERT_EQ(r["turns"].size(), 3u);
-    for (size_t t = 0; t < 3; ++t) {
+    ASSERT_EQ(r["turns"].size(), 4u);
+    for (size_t t = 0; t < 4; ++t) {
       const json& turn = r["turns"][t];
       const std::string question = turn["question"], tail = turn["prompt_tail"];
-      const size_t key_at = question.find("for ") + 4;
-      const std::string key = question.substr(key_at, question.find(' ', key_at) - key_at);
-      EXPECT_EQ(tail, std::string(t == 0 ? "" : "\n") + "Question: " + question +
-                          "\nAnswer: The special magic number for " + key + " is");
+      const std::string head = std::string(t == 0 ? "" : "\n") + "Question: " + question +
+                               "\nAnswer: ";
+      ASSERT_EQ(tail.substr(0, head.size()), head);
+      const std::string prefix = tail.substr(head.size());
+      EXPECT_GE(prefix.size(), 10u);  // "The code to open the ... safe is", ...
+      EXPECT_NE(prefix.back(), ' ');
     }
   }
   // The full cache reads the numbers off the needles it is led into.
