@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # `make demo`: the headline comparison in about ten minutes on 2 cores, on the reference model
 # whose full cache solves the task: Gemma 3 270M (base model, completion prompts) finds a needle
-# in 8k tokens of prose, where SmolLM2-135M already misses a third of them at 4k; neither model's
-# full cache solves the multi-question drift task (issue 14 reworks it). Every policy at
-# budgets 0.3 and 0.5 on `niah` at 8k tokens in prompt-end mode (one fp16 prefill per instance
-# forked into every row, as in the paper). Gemma's 15 sliding-window layers keep 7.5 MiB of rings
+# in 8k tokens of prose (SmolLM2-135M's headline cells are 2k and 4k: `make eval-quick`, `make
+# eval`). Every policy at budgets 0.3 and 0.5 on `niah` at 8k tokens in prompt-end mode (one
+# fp16 prefill per instance forked into every row, as in the paper). Gemma's 15 sliding-window layers keep 7.5 MiB of rings
 # whatever the length, counted in the budget: at 8k they are 24% of the cache, so smaller
 # fractions are infeasible there (docs/kv-cache.md, "Sliding-window layers"). Then the main
 # policies at 0.3 in bounded mode (each row reads the prompt in 512-token chunks, routing between
