@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 #include "engine/session.h"
@@ -169,6 +170,28 @@ TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
   std::ifstream table_file(dir + "/table.md");
   const std::string table((std::istreambuf_iterator<char>(table_file)), {});
   EXPECT_NE(table.find("Prompt style: completion"), std::string::npos) << table;
+}
+
+// --shard K/N: contiguous blocks that together run every instance once.
+TEST(EvalRunTest, ShardsPartitionTheInstances) {
+  QEVICT_REQUIRE_MODEL(m);
+  std::set<std::string> seen;
+  size_t total = 0;
+  for (int k = 0; k < 2; ++k) {
+    EvalOptions o = TinyGrid(::testing::TempDir() + "/qevict_eval_shard" + std::to_string(k));
+    o.settings.policies = {"full"};
+    o.grid.samples = 3;
+    o.shard = k;
+    o.shards = 2;
+    ASSERT_EQ(RunEval(o), 0);
+    const std::vector<json> rows = ReadRows(o.out_dir);
+    EXPECT_EQ(rows.size(), k == 0 ? 1u : 2u);  // [0, 1) and [1, 3)
+    for (const json& r : rows) seen.insert(r["id"].get<std::string>());
+    total += rows.size();
+  }
+  EXPECT_EQ(total, 3u);
+  EXPECT_EQ(seen, (std::set<std::string>{"niah-L768-d0.50-s0", "niah-L768-d0.50-s1",
+                                         "niah-L768-d0.50-s2"}));
 }
 
 TEST(EvalRunTest, TaskFileRunsEveryPolicyAndSkipsMalformedLines) {

@@ -1,6 +1,8 @@
 // `qevict eval`: the long-context benchmark suite (src/eval/eval_run.h, docs/results.md).
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include "eval/eval_run.h"
 #include "policy/registry.h"
@@ -20,6 +22,7 @@ struct EvalFlags {
   std::vector<double> depths = {0.1, 0.5, 0.9};
   int samples = 1;
   uint64_t seed = 1;
+  std::string shard = "0/1";
   int threads = 0;
   bool shadow = false;
   int fmm_horizon = 32;
@@ -63,6 +66,20 @@ int Eval(const EvalFlags& f) {
   o.grid.depths = f.depths;
   o.grid.samples = f.samples;
   o.grid.seed = f.seed;
+  {  // --shard K/N
+    const size_t slash = f.shard.find('/');
+    try {
+      size_t used_k = 0, used_n = 0;
+      if (slash == std::string::npos) throw std::invalid_argument("no slash");
+      o.shard = std::stoi(f.shard.substr(0, slash), &used_k);
+      o.shards = std::stoi(f.shard.substr(slash + 1), &used_n);
+      if (used_k != slash || used_n != f.shard.size() - slash - 1) {
+        throw std::invalid_argument("trailing text");
+      }
+    } catch (const std::exception&) {
+      throw Error("--shard: expected K/N (e.g. 0/2), got '" + f.shard + "'");
+    }
+  }
   o.settings.policies = f.policies.empty() ? PolicyNames() : SplitList(f.policies);
   o.settings.budgets = f.budgets;
   KvFlags kv = f.kv;
@@ -111,6 +128,10 @@ std::function<int()> RegisterEval(CLI::App& app) {
   cmd->add_option("--samples", flags->samples, "instances per (length, depth)")
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "seed of the generated tasks")->capture_default_str();
+  cmd->add_option("--shard", flags->shard,
+                  "K/N: run only the K-th of N contiguous blocks of the instances (0-based), for "
+                  "parallel processes; merge their rows with qevict report")
+      ->capture_default_str();
   cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
   cmd->add_flag("--shadow", flags->shadow,
                 "measure missed attention mass and FMM against a full-cache shadow (2x decode)");

@@ -125,6 +125,20 @@ int RunEval(const EvalOptions& o) {
     runnable.push_back(std::move(t));
   }
 
+  if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards) {
+    throw Error("--shard " + std::to_string(o.shard) + "/" + std::to_string(o.shards) +
+                ": need 0 <= K < N");
+  }
+  if (o.shards > 1) {  // the block [K*n/N, (K+1)*n/N)
+    const size_t n = runnable.size();
+    const size_t first = n * o.shard / o.shards, last = n * (o.shard + 1) / o.shards;
+    runnable = std::vector<EvalTask>(std::make_move_iterator(runnable.begin() + first),
+                                     std::make_move_iterator(runnable.begin() + last));
+    sizes = std::vector<int64_t>(sizes.begin() + first, sizes.begin() + last);
+    std::fprintf(stderr, "qevict eval: shard %d/%d: instances %zu to %zu of %zu\n", o.shard,
+                 o.shards, first, last, n);
+  }
+
   int64_t compressed_rows = 0;  // per prefill mode
   for (const std::string& p : settings.policies) {
     if (p != "full") compressed_rows += static_cast<int64_t>(settings.budgets.size());
@@ -213,6 +227,7 @@ int RunEval(const EvalOptions& o) {
                   {"prefill_chunk", settings.bounded ? settings.kv.prefill_chunk : 0},
                   {"tag", settings.tag},
                   {"instances", runnable.size()},
+                  {"shard", std::to_string(o.shard) + "/" + std::to_string(o.shards)},
                   {"rows", rows.size()},
                   {"task_file_errors", file_errors},
                   {"skipped", skipped},

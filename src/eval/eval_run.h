@@ -32,6 +32,10 @@ struct EvalOptions {
   std::string out_dir = "eval-out";
   std::string command_line;  // recorded in summary.json
   bool progress = true;
+  // Shard `shard` of `shards`: only that contiguous block of the instances (after skipping those
+  // that do not fit), so that a grid can run as several processes whose rows `qevict report`
+  // merges. 0 of 1: every instance.
+  int shard = 0, shards = 1;
   // Tokens kept free for the question, the template and the answer when a question task is
   // generated for a --lengths value: its context is filled to length - reserve.
   int64_t question_reserve = 128;
