@@ -122,6 +122,8 @@ TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
       const std::string key = question.substr(key_at, question.find(' ', key_at) - key_at);
       EXPECT_EQ(tail, std::string(t == 0 ? "" : "\n") + "Question: " + question +
                           "\nAnswer: The special magic number for " + key + " is");
+      ASSERT_TRUE(turn["score"].is_number()) << turn.dump();  // any scoring: 0 or 1
+      EXPECT_EQ(turn["correct"].get<bool>(), turn["score"].get<double>() == 1.0);
     }
   }
   // The full cache reads the numbers off the needles it is led into.

@@ -346,7 +346,7 @@ TEST(TaskGeneratorsTest, VariableTrackingChain) {
   for (const EvalTask& t : GenerateTasks(grid, kFake)) {
     ASSERT_EQ(t.turns.size(), 1u);
     const EvalTurn& turn = t.turns[0];
-    EXPECT_TRUE(turn.require_all);
+    EXPECT_EQ(turn.scoring, TurnScoring::kAll);
     ASSERT_EQ(turn.answers.size(), 3u);
     const std::string value = turn.question.substr(turn.question.find("value ") + 6, 5);
     EXPECT_EQ(Occurrences(t.context, "VAR " + turn.answers[0] + " = " + value + "."), 1u) << t.id;
