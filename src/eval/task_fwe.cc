@@ -6,7 +6,10 @@
 // in the above text?"), scored by the share of the three found. Words of rank 5 and beyond
 // appear strictly fewer times than the rank-4 word. Differences from RULER: its coded words are
 // random letters, ours alternate consonants and vowels (fewer tokens, easier to copy), are none
-// of data/haystack's words nor of cwe's word list, and a word whose count would be 0 is left out.
+// of data/haystack's words nor of cwe's word list, and a word whose count would be 0 is left out;
+// RULER's answer prefix ends "are:", ours 'are "', so that a base model quotes the words on the
+// answer's line (after "are:" small models start a list on the next line, and a line break
+// ends a completion answer).
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -128,7 +131,7 @@ EvalTask GenerateFwe(const TaskInstance& instance, TaskResources& resources) {
   turn.answers.assign(vocabulary.begin() + 1, vocabulary.begin() + 1 + kAnswers);
   turn.scoring = TurnScoring::kShare;
   turn.answer_prefix =
-      "According to the coded text above, the three most frequently appearing words are:";
+      "According to the coded text above, the three most frequently appearing words are \"";
   task.turns.push_back(std::move(turn));
   task.max_new_tokens = 40;
   task.target_tokens = instance.length;

@@ -339,7 +339,7 @@ TEST(TaskGeneratorsTest, AnswerPrefixesLeadIntoTheAnswer) {
       if (t.task == "fwe") {
         EXPECT_EQ(turn.answer_prefix,
                   "According to the coded text above, the three most frequently appearing words "
-                  "are:");
+                  "are \"");
         continue;
       }
       EXPECT_EQ(Occurrences(t.context, turn.answer_prefix + " " + turn.answers.at(0)), 1u);

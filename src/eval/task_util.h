@@ -111,7 +111,7 @@ EvalTask GenerateScbench(const TaskInstance& instance, TaskResources& resources)
 // another. fwe's coded words avoid them.
 std::vector<std::string_view> CommonWordList();
 
-// Shared by the needle tasks (niah, multikey, drift).
+// Shared by the needle tasks (niah, multikey, drift, multiquery; multivalue uses the instruction).
 inline constexpr std::string_view kNiahInstruction =
     "Some special magic numbers are hidden within the following text. Make sure to memorize "
     "them. I will quiz you about the numbers afterwards.";
