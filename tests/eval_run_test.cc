@@ -157,6 +157,8 @@ TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
       const std::string prefix = tail.substr(head.size());
       EXPECT_GE(prefix.size(), 10u);  // "The code to open the ... safe is", ...
       EXPECT_NE(prefix.back(), ' ');
+      ASSERT_TRUE(turn["score"].is_number()) << turn.dump();  // any scoring: 0 or 1
+      EXPECT_EQ(turn["correct"].get<bool>(), turn["score"].get<double>() == 1.0);
     }
   }
   // The full cache reads the numbers off the needles it is led into.

@@ -44,8 +44,21 @@ inline void CheckTurnMatching(const EvalTurn& turn) {
     const std::string output = turn.question + "\n " + answer + "\t.";
     Require(!normalized.empty(), "a blank answer was accepted");
     Require(AnswerAppears(output, answer), "an answer is not found in a text that contains it");
-    Require(TurnCorrect(output, turn), "TurnCorrect misses an answer");
+    // `output` holds this answer: an any turn is correct, a share turn scores at least its
+    // share (an all turn may still miss the others).
+    if (turn.scoring == TurnScoring::kAny) {
+      Require(TurnCorrect(output, turn), "TurnCorrect misses an answer");
+    } else if (turn.scoring == TurnScoring::kShare) {
+      Require(TurnScore(output, turn) * static_cast<double>(turn.answers.size()) >= 1.0 - 1e-9,
+              "TurnScore misses an answer");
+    }
   }
+  std::string all;  // every answer: a full score in every mode
+  for (const std::string& answer : turn.answers) all += answer + " | ";
+  Require(TurnScore(all, turn) == 1.0 && TurnCorrect(all, turn), "a text with every answer "
+          "does not score 1");
+  const double none = TurnScore("", turn);
+  Require(none == 0.0, "an empty output scores above 0");
 }
 
 inline void CheckResult(std::string_view bytes, const TaskFileResult& r,
@@ -70,7 +83,9 @@ inline void CheckResult(std::string_view bytes, const TaskFileResult& r,
             "turn count outside [1, max_turns]");
     for (const EvalTurn& turn : t.turns) {
       Require(!turn.question.empty() && ValidUtf8(turn.question), "bad question accepted");
-      Require(!turn.require_all, "require_all set");
+      Require(turn.scoring == TurnScoring::kAny || turn.scoring == TurnScoring::kAll ||
+                  turn.scoring == TurnScoring::kShare,
+              "scoring out of range");
       Require(ValidUtf8(turn.answer_prefix) &&
                   static_cast<int64_t>(turn.answer_prefix.size()) <=
                       limits.max_answer_prefix_bytes,

@@ -35,15 +35,38 @@ bool AnswerAppears(std::string_view output, std::string_view answer) {
   return AppearsNormalized(NormalizeForMatch(output), answer);
 }
 
-bool TurnCorrect(std::string_view output, const EvalTurn& turn) {
-  if (turn.answers.empty()) return false;
+double TurnScore(std::string_view output, const EvalTurn& turn) {
+  if (turn.answers.empty()) return 0.0;
   const std::string normalized = NormalizeForMatch(output);
-  for (const std::string& answer : turn.answers) {
-    const bool appears = AppearsNormalized(normalized, answer);
-    if (turn.require_all && !appears) return false;
-    if (!turn.require_all && appears) return true;
+  size_t found = 0;
+  for (const std::string& answer : turn.answers) found += AppearsNormalized(normalized, answer);
+  switch (turn.scoring) {
+    case TurnScoring::kAny: return found > 0 ? 1.0 : 0.0;
+    case TurnScoring::kAll: return found == turn.answers.size() ? 1.0 : 0.0;
+    case TurnScoring::kShare:
+      return static_cast<double>(found) / static_cast<double>(turn.answers.size());
   }
-  return turn.require_all;
+  return 0.0;
+}
+
+bool TurnCorrect(std::string_view output, const EvalTurn& turn) {
+  return TurnScore(output, turn) == 1.0;
+}
+
+std::string_view TurnScoringName(TurnScoring scoring) {
+  switch (scoring) {
+    case TurnScoring::kAny: return "any";
+    case TurnScoring::kAll: return "all";
+    case TurnScoring::kShare: return "share";
+  }
+  return "any";
+}
+
+std::optional<TurnScoring> ParseTurnScoring(std::string_view name) {
+  for (const TurnScoring s : {TurnScoring::kAny, TurnScoring::kAll, TurnScoring::kShare}) {
+    if (name == TurnScoringName(s)) return s;
+  }
+  return std::nullopt;
 }
 
 }  // namespace qevict

@@ -1,8 +1,10 @@
-// Scoring of generated answers (../shared/docs/evaluation.md): a turn is correct when an accepted
-// answer appears in the generated text, compared case-insensitively (ASCII) with whitespace
-// normalized. A plain substring test: "1" appears in "12345".
+// Scoring of generated answers (../shared/docs/evaluation.md): an answer appears in the generated
+// text when it is a substring of it, compared case-insensitively (ASCII) with whitespace
+// normalized (a plain substring test: "1" appears in "12345"); a turn's score in [0, 1] follows
+// from which of its answers appear and its TurnScoring (any, all, share).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,8 +20,16 @@ std::string NormalizeForMatch(std::string_view text);
 // normalizes to nothing (empty or all whitespace) never matches.
 bool AnswerAppears(std::string_view output, std::string_view answer);
 
-// Any of turn.answers appears in output; all of them with turn.require_all. A turn without
-// answers is never correct.
+// The turn's score in [0, 1]: kAny 1 when any of turn.answers appears in output (else 0); kAll 1
+// when all of them do; kShare the number that appear divided by the number of answers (answers
+// listed twice count twice). A turn without answers scores 0.
+double TurnScore(std::string_view output, const EvalTurn& turn);
+
+// TurnScore(output, turn) == 1.
 bool TurnCorrect(std::string_view output, const EvalTurn& turn);
+
+// "any", "all", "share" (the task-file spelling), and back; nullopt for anything else.
+std::string_view TurnScoringName(TurnScoring scoring);
+std::optional<TurnScoring> ParseTurnScoring(std::string_view name);
 
 }  // namespace qevict

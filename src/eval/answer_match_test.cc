@@ -62,18 +62,62 @@ TEST(AnswerMatchTest, TurnCorrectWithAnyAnswer) {
   EXPECT_FALSE(TurnCorrect("anything", turn));
 }
 
-TEST(AnswerMatchTest, TurnCorrectRequireAll) {
+TEST(AnswerMatchTest, TurnScoringAll) {
   EvalTurn turn;
   turn.question = "Which variables equal 12345?";
   turn.answers = {"X1", "X3", "X7"};
-  turn.require_all = true;
+  turn.scoring = TurnScoring::kAll;
   EXPECT_TRUE(TurnCorrect("x7, x1 and X3", turn));
+  EXPECT_EQ(TurnScore("x7, x1 and X3", turn), 1.0);
   EXPECT_FALSE(TurnCorrect("X1 and X3", turn));
+  EXPECT_EQ(TurnScore("X1 and X3", turn), 0.0);
   EXPECT_FALSE(TurnCorrect("", turn));
   turn.answers = {"X1", ""};  // an empty answer never appears, so the turn cannot be correct
   EXPECT_FALSE(TurnCorrect("X1", turn));
   turn.answers.clear();
   EXPECT_FALSE(TurnCorrect("anything", turn));
+  EXPECT_EQ(TurnScore("anything", turn), 0.0);
+}
+
+// RULER's string_match_all: the share of the answers found.
+TEST(AnswerMatchTest, TurnScoringShare) {
+  EvalTurn turn;
+  turn.question = "What are all the numbers for amber-falcon?";
+  turn.answers = {"1111111", "2222222", "3333333", "4444444"};
+  turn.scoring = TurnScoring::kShare;
+  EXPECT_EQ(TurnScore("2222222 and 4444444.", turn), 0.5);
+  EXPECT_FALSE(TurnCorrect("2222222 and 4444444.", turn));
+  EXPECT_EQ(TurnScore("3333333", turn), 0.25);
+  EXPECT_EQ(TurnScore("4444444, 3333333, 2222222, 1111111", turn), 1.0);
+  EXPECT_TRUE(TurnCorrect("4444444, 3333333, 2222222, 1111111", turn));
+  EXPECT_EQ(TurnScore("nothing", turn), 0.0);
+  EXPECT_EQ(TurnScore("1111111 1111111 1111111", turn), 0.25);  // repeats count once
+  turn.answers = {"Apple", "pear", "plum"};
+  EXPECT_NEAR(TurnScore("an APPLE and a\tplum", turn), 2.0 / 3.0, 1e-12);
+  turn.answers.clear();
+  EXPECT_EQ(TurnScore("anything", turn), 0.0);
+  // The same answers under the three modes.
+  turn.answers = {"red", "blue", "green", "white"};
+  const std::string two = "red and green";
+  turn.scoring = TurnScoring::kAny;
+  EXPECT_EQ(TurnScore(two, turn), 1.0);
+  turn.scoring = TurnScoring::kAll;
+  EXPECT_EQ(TurnScore(two, turn), 0.0);
+  turn.scoring = TurnScoring::kShare;
+  EXPECT_EQ(TurnScore(two, turn), 0.5);
+}
+
+TEST(AnswerMatchTest, TurnScoringNames) {
+  EXPECT_EQ(TurnScoringName(TurnScoring::kAny), "any");
+  EXPECT_EQ(TurnScoringName(TurnScoring::kAll), "all");
+  EXPECT_EQ(TurnScoringName(TurnScoring::kShare), "share");
+  EXPECT_EQ(ParseTurnScoring("any"), TurnScoring::kAny);
+  EXPECT_EQ(ParseTurnScoring("all"), TurnScoring::kAll);
+  EXPECT_EQ(ParseTurnScoring("share"), TurnScoring::kShare);
+  for (const char* bad : {"", "ANY", "Share", "share ", "some", "most", "0.5"}) {
+    EXPECT_EQ(ParseTurnScoring(bad), std::nullopt) << bad;
+  }
+  EXPECT_EQ(EvalTurn{}.scoring, TurnScoring::kAny);  // the default
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ std::vector<EvalTask> Generate(const EvalOptions& o, const LoadedModel& model) {
     TaskGrid grid = o.grid;
     grid.tasks = {name};
     // Room for every question an instance asks in its session.
-    const int64_t turns = TurnsPerInstance(name);
+    const int64_t turns = GeneratedTaskTurns(name);
     const int64_t reserve = IsQuestionTask(name) ? o.question_reserve * turns : 0;
     // Generated contexts land within 5% of their target: at the model's context limit keep
     // that much free too, so that an instance of the longest length still fits.

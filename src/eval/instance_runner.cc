@@ -206,23 +206,25 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
     if (task.kind == TaskKind::kLongGen) {
       accuracy = edit.get<double>();
     } else {
-      int correct = 0;
+      // The row's accuracy is the mean of its turns' scores (each in [0, 1]: answer_match.h).
+      double score_sum = 0.0;
       for (size_t t = 0; t < task.turns.size(); ++t) {
         const std::string text = model.tokenizer->Decode(run.turn_tokens[t]);
-        const bool ok = TurnCorrect(text, task.turns[t]);
-        correct += ok;
+        const double score = TurnScore(text, task.turns[t]);
+        score_sum += score;
         turn_rows.push_back({{"question", task.turns[t].question},
                              {"prompt_tail", turns.tails[t]},
                              {"output", text},
-                             {"correct", ok}});
+                             {"score", score},
+                             {"correct", score == 1.0}});
       }
-      accuracy = static_cast<double>(correct) / static_cast<double>(task.turns.size());
+      accuracy = score_sum / static_cast<double>(task.turns.size());
     }
     for (const char* key : {"nll", "ppl", "delta_ppl", "kl", "top1_agreement"}) row[key] = nullptr;
   }
   if (task.kind == TaskKind::kLongGen) {
     turn_rows.push_back({{"question", ""}, {"output", model.tokenizer->Decode(run.turn_tokens[0])},
-                         {"correct", nullptr}});
+                         {"score", nullptr}, {"correct", nullptr}});
   }
   row["accuracy"] = accuracy;
   row["turns"] = turn_rows;

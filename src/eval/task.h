@@ -18,12 +18,20 @@ enum class TaskKind {
   kPerplexity,  // context, then scored_text teacher-forced: NLL and KL to the full cache
 };
 
+// How a turn's answers score the generated text (eval/answer_match.h, TurnScore). An answer
+// "appears" when it is a substring of the output, case-insensitive, whitespace normalized.
+enum class TurnScoring {
+  kAny,    // 1 when any accepted answer appears, else 0 (alternatives of one answer)
+  kAll,    // 1 when every answer appears, else 0
+  kShare,  // the share of the answers that appear (RULER's string_match_all)
+};
+
 struct EvalTurn {
   std::string question;
-  // Accepted answers: the turn is correct when any of them appears in the generated text
-  // (case-insensitive, whitespace normalized), or, with require_all, when all of them do.
+  // Accepted answers, scored by `scoring`: a turn's score is in [0, 1], and the turn is correct
+  // when its score is 1.
   std::vector<std::string> answers;
-  bool require_all = false;
+  TurnScoring scoring = TurnScoring::kAny;
   // Completion-style prompts only (eval/chat_turns.h, PromptStyle::kCompletion): the start of
   // the answer the prompt ends with, which the model continues ("The special magic number for
   // KEY is"); "" for none. Chat-style prompts ignore it. ({}: turns written {question, answers}

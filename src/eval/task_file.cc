@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -23,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/answer_match.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
 
@@ -128,7 +130,7 @@ std::string JsonErrorMessage(size_t position, const std::string& last_token, con
 }
 
 enum class Field {
-  kNone, kId, kContext, kTurns, kMaxNewTokens, kQuestion, kAnswers, kAnswerPrefix
+  kNone, kId, kContext, kTurns, kMaxNewTokens, kQuestion, kAnswers, kAnswerPrefix, kScoring
 };
 enum class Scope { kTask, kTurns, kTurn, kAnswers };
 enum class Kind { kString, kInteger, kObject, kArray, kNumber, kBool, kNull, kBinary };
@@ -209,6 +211,12 @@ class TaskLineHandler final : public json::json_sax_t {
         }
         task_.turns.back().answer_prefix = std::move(value);
         return true;
+      case Field::kScoring:
+        if (const std::optional<TurnScoring> scoring = ParseTurnScoring(value)) {
+          task_.turns.back().scoring = *scoring;
+          return true;
+        }
+        return Fail(Path() + ": " + Quote(value) + " is not one of \"any\", \"all\", \"share\"");
       default:
         return Fail(Path() + ": unexpected string");  // unreachable: Expect checked the place
     }
@@ -245,7 +253,8 @@ class TaskLineHandler final : public json::json_sax_t {
         {"max_new_tokens", Field::kMaxNewTokens}};
     static constexpr KeyField kTurnKeys[] = {{"question", Field::kQuestion},
                                              {"answers", Field::kAnswers},
-                                             {"answer_prefix", Field::kAnswerPrefix}};
+                                             {"answer_prefix", Field::kAnswerPrefix},
+                                             {"scoring", Field::kScoring}};
     const std::string where = in_task ? "" : TurnPath() + ": ";
     unsigned& seen = in_task ? seen_ : turn_seen_;
     unsigned bit = 1;
@@ -262,7 +271,7 @@ class TaskLineHandler final : public json::json_sax_t {
     }
     return Fail(where + "unknown key " + Quote(name) +
                 (in_task ? " (expected id, context, turns, max_new_tokens)"
-                         : " (expected question, answers, answer_prefix)"));
+                         : " (expected question, answers, answer_prefix, scoring)"));
   }
 
   bool end_object() override {
@@ -324,6 +333,7 @@ class TaskLineHandler final : public json::json_sax_t {
         switch (field_) {
           case Field::kQuestion: return TurnPath() + ".question";
           case Field::kAnswerPrefix: return TurnPath() + ".answer_prefix";
+          case Field::kScoring: return TurnPath() + ".scoring";
           default: return TurnPath() + ".answers";
         }
       case Scope::kTask: break;
@@ -387,7 +397,7 @@ class TaskLineHandler final : public json::json_sax_t {
   std::vector<Scope> scope_;  // at most 4 deep: task, turns, turn, answers
   Field field_ = Field::kNone;
   unsigned seen_ = 0;       // bits: id, context, turns, max_new_tokens
-  unsigned turn_seen_ = 0;  // bits: question, answers, answer_prefix
+  unsigned turn_seen_ = 0;  // bits: question, answers, answer_prefix, scoring
   std::string schema_error_;
   std::string json_error_;
 };

@@ -1,7 +1,8 @@
 // User task files for `qevict eval --tasks FILE.jsonl` (../shared/docs/evaluation.md): one JSON
 // object per line,
 //   {"id": "...", "context": "...",
-//    "turns": [{"question": "...", "answers": ["..."], "answer_prefix": "..."}, ...],
+//    "turns": [{"question": "...", "answers": ["..."], "answer_prefix": "...",
+//               "scoring": "any"}, ...],
 //    "max_new_tokens": 32}
 // parsed into EvalTasks (task "file", kind kQuestions). The file is untrusted input
 // (docs/security.md): a malformed line becomes a TaskFileError with its line number and is
@@ -49,8 +50,9 @@ inline constexpr size_t kTaskIdMaxBytes = 200;
 // wrong type or out of its limits (id: non-empty string of at most kTaskIdMaxBytes bytes, no
 // control characters; context: string, may be empty; turns: 1..max_turns objects of a non-empty
 // "question" string, 1..max_answers "answers" strings, each with something other than
-// whitespace (a blank answer could never match), and an optional "answer_prefix" string of at
-// most max_answer_prefix_bytes bytes ("" or absent: none); max_new_tokens: optional integer in
+// whitespace (a blank answer could never match), an optional "answer_prefix" string of at
+// most max_answer_prefix_bytes bytes ("" or absent: none) and an optional "scoring" string,
+// "any" (the default), "all" or "share" (TurnScoring); max_new_tokens: optional integer in
 // [1, max_new_tokens], default 32), or repeats the id of an earlier accepted task.
 // Never throws for bad content.
 TaskFileResult ParseTaskFile(std::string_view bytes, const TaskFileLimits& limits = {});

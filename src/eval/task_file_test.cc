@@ -72,7 +72,8 @@ void CheckInvariants(std::string_view bytes, const TaskFileResult& r,
     for (const EvalTurn& turn : t.turns) {
       EXPECT_FALSE(turn.question.empty());
       EXPECT_TRUE(ValidUtf8(turn.question));
-      EXPECT_FALSE(turn.require_all);
+      EXPECT_TRUE(turn.scoring == TurnScoring::kAny || turn.scoring == TurnScoring::kAll ||
+                  turn.scoring == TurnScoring::kShare);
       EXPECT_TRUE(ValidUtf8(turn.answer_prefix));
       EXPECT_LE(static_cast<int64_t>(turn.answer_prefix.size()), limits.max_answer_prefix_bytes);
       ASSERT_FALSE(turn.answers.empty());
@@ -132,7 +133,7 @@ TEST(TaskFileTest, GoodFixture) {
   ASSERT_EQ(drift.turns.size(), 3u);
   EXPECT_EQ(drift.turns[1].question, "What is the special magic number for river?");
   EXPECT_EQ(drift.turns[1].answers, (std::vector<std::string>{"7730", "7,730"}));
-  EXPECT_FALSE(drift.turns[2].require_all);
+  EXPECT_EQ(drift.turns[2].scoring, TurnScoring::kAny);  // the default
   EXPECT_EQ(drift.turns[2].answer_prefix, "");  // none given
 
   EXPECT_EQ(r.tasks[2].id, "caf\xc3\xa9-unicode");
@@ -164,6 +165,7 @@ TEST(TaskFileTest, MalformedFixtureReportsEachLineAndKeepsTheGoodOnes) {
       {17, "max_new_tokens: expected an integer"},
       {18, "turns[0].answer_prefix: expected a string, got an array"},
       {19, "turns[0].answer_prefix: 1121 bytes, over the limit of 1000"},
+      {20, "turns[0].scoring: \"most\" is not one of \"any\", \"all\", \"share\""},
   };
   ASSERT_EQ(r.errors.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -297,10 +299,11 @@ TEST(TaskFileTest, UnknownAndDuplicateKeys) {
   ExpectLineError(R"({"id": "x", "context": "c", "turns": )" + t + R"(, "max_tokens": 5})",
                   "unknown key \"max_tokens\" (expected id, context, turns, max_new_tokens)");
   ExpectLineError(R"({"id": "x", "context": "c", "turns": [{"question": "q", "answer": ["a"]}]})",
-                  "turns[0]: unknown key \"answer\" (expected question, answers, answer_prefix)");
+                  "turns[0]: unknown key \"answer\" (expected question, answers, answer_prefix, "
+                  "scoring)");
   ExpectLineError(
       R"({"id": "x", "context": "c", "turns": [{"question": "q", "answers": ["a"], "require_all": true}]})",
-      "turns[0]: unknown key \"require_all\"");
+      "turns[0]: unknown key \"require_all\"");  // the old field is no key of the file
   ExpectLineError(R"({"id": "x", "ID": "y", "context": "c", "turns": )" + t + "}",
                   "unknown key \"ID\"");
   ExpectLineError(R"({"id": "x", "id": "y", "context": "c", "turns": )" + t + "}",
@@ -417,6 +420,46 @@ TEST(TaskFileTest, MaxNewTokensRange) {
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_NE(r.errors[0].message.find("outside [1, 8]"), std::string::npos);
   EXPECT_EQ(r.tasks.size(), 1u);
+}
+
+TEST(TaskFileTest, Scoring) {
+  const std::string head =
+      R"({"id": "x", "context": "c", "turns": [{"question": "q", "answers": ["a", "b"], )";
+  // Per turn, optional (default any), in any key order.
+  const TaskFileResult r = Parse(
+      R"({"id": "x", "context": "c", "turns": [{"scoring": "share", "question": "q",)"
+      R"( "answers": ["a", "b"]}, {"question": "r", "answers": ["b"]},)"
+      R"( {"question": "s", "answers": ["c", "d"], "scoring": "all"},)"
+      R"( {"question": "t", "answers": ["d"], "scoring": "any", "answer_prefix": "T is"}]})");
+  ASSERT_EQ(r.tasks.size(), 1u) << r.errors.at(0).message;
+  ASSERT_EQ(r.tasks[0].turns.size(), 4u);
+  EXPECT_EQ(r.tasks[0].turns[0].scoring, TurnScoring::kShare);
+  EXPECT_EQ(r.tasks[0].turns[0].question, "q");
+  EXPECT_EQ(r.tasks[0].turns[1].scoring, TurnScoring::kAny);
+  EXPECT_EQ(r.tasks[0].turns[2].scoring, TurnScoring::kAll);
+  EXPECT_EQ(r.tasks[0].turns[3].scoring, TurnScoring::kAny);
+  EXPECT_EQ(r.tasks[0].turns[3].answer_prefix, "T is");
+  // Anything but the three names, exactly spelled.
+  for (const char* bad : {"", "ANY", "Share", " all", "most", "string_match_all"}) {
+    ExpectLineError(head + R"("scoring": ")" + bad + "\"}]}",
+                    std::string("turns[0].scoring: \"") + bad +
+                        "\" is not one of \"any\", \"all\", \"share\"");
+  }
+  ExpectLineError(head + R"("scoring": 1}]})", "turns[0].scoring: expected a string, got an integer");
+  ExpectLineError(head + R"("scoring": null}]})", "turns[0].scoring: expected a string, got null");
+  ExpectLineError(head + R"("scoring": ["all"]}]})",
+                  "turns[0].scoring: expected a string, got an array");
+  ExpectLineError(head + R"("scoring": true}]})",
+                  "turns[0].scoring: expected a string, got a boolean");
+  ExpectLineError(head + R"("scoring": "all", "scoring": "share"}]})",
+                  "turns[0]: duplicate key \"scoring\"");
+  ExpectLineError(R"({"id": "x", "context": "c", "scoring": "all", "turns": [{"question": "q", "answers": ["a"]}]})",
+                  "unknown key \"scoring\" (expected id, context, turns, max_new_tokens)");
+  // A long bad value is quoted short and escaped.
+  const TaskFileResult long_bad =
+      Parse(head + R"("scoring": ")" + std::string(5000, 'z') + "\\\"\"}]}");
+  ASSERT_EQ(long_bad.errors.size(), 1u);
+  EXPECT_LT(long_bad.errors[0].message.size(), 200u) << long_bad.errors[0].message;
 }
 
 TEST(TaskFileTest, AnswerPrefix) {

@@ -20,7 +20,7 @@ struct TaskInfo {
   bool uses_lengths;
   bool uses_depths;
   TaskGenerator generate;
-  int turns = 1;  // questions asked in one session (question tasks)
+  int turns = 1;  // questions asked in one session (GeneratedTaskTurns)
 };
 
 constexpr TaskInfo kTasks[] = {
@@ -31,6 +31,11 @@ constexpr TaskInfo kTasks[] = {
     {"drift", true, false, eval_internal::GenerateDrift, 4},
     {"longgen", false, false, eval_internal::GenerateLongGen},
     {"ppl", true, false, eval_internal::GeneratePpl},
+    {"multivalue", true, true, eval_internal::GenerateMultivalue},
+    {"multiquery", true, true, eval_internal::GenerateMultiquery},
+    {"cwe", true, false, eval_internal::GenerateCwe},
+    {"fwe", true, false, eval_internal::GenerateFwe},
+    {"scbench", true, false, eval_internal::GenerateScbench, 5},
 };
 
 constexpr int64_t kMinLength = 256;
@@ -113,7 +118,8 @@ void Validate(const TaskGrid& grid, std::vector<const TaskInfo*>& infos) {
     throw Error("no context lengths given (needed by the tasks listed)");
   }
   if (need_depths && grid.depths.empty()) {
-    throw Error("no needle depths given (needed by passkey, niah and multikey)");
+    throw Error(
+        "no needle depths given (needed by passkey, niah, multikey, multivalue and multiquery)");
   }
 }
 
@@ -128,9 +134,9 @@ const std::vector<std::string>& TaskNames() {
   return names;
 }
 
-int TurnsPerInstance(std::string_view task) {
-  const TaskInfo* info = FindTask(task);
-  return info == nullptr ? 1 : info->turns;
+int GeneratedTaskTurns(std::string_view name) {
+  const TaskInfo* info = FindTask(name);
+  return info == nullptr ? 0 : info->turns;
 }
 
 std::vector<EvalTask> GenerateTasks(const TaskGrid& grid, const TokenCounter& count_tokens) {

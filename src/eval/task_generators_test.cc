@@ -11,10 +11,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
 
+#include "eval/answer_match.h"
 #include "eval/haystack.h"
+#include "eval/task_util.h"
 #include "tokenizer/tokenizer_test_util.h"
 #include "util/error.h"
 
@@ -188,8 +192,8 @@ TEST(TaskGeneratorsTest, AddingGridValuesKeepsOtherInstances) {
 TEST(TaskGeneratorsTest, IdsCountsAndFields) {
   const TaskGrid grid = AllTasksGrid();
   const std::vector<EvalTask> tasks = GenerateTasks(grid, kFake);
-  // 3 depth tasks × 2 lengths × 3 depths × 2 samples + 3 tasks × 2 lengths × 2 + longgen 2.
-  EXPECT_EQ(tasks.size(), 3u * 2 * 3 * 2 + 3 * 2 * 2 + 2);
+  // 5 depth tasks × 2 lengths × 3 depths × 2 samples + 6 tasks × 2 lengths × 2 + longgen 2.
+  EXPECT_EQ(tasks.size(), 5u * 2 * 3 * 2 + 6 * 2 * 2 + 2);
   std::set<std::string> ids;
   for (const EvalTask& t : tasks) EXPECT_TRUE(ids.insert(t.id).second) << t.id;
   EXPECT_TRUE(ids.count("niah-L4096-d0.50-s1"));
@@ -199,8 +203,14 @@ TEST(TaskGeneratorsTest, IdsCountsAndFields) {
   EXPECT_TRUE(ids.count("vt-L1024-s0"));
   EXPECT_TRUE(ids.count("ppl-L4096-s0"));
   EXPECT_TRUE(ids.count("longgen-s1"));
+  EXPECT_TRUE(ids.count("multivalue-L4096-d0.50-s1"));
+  EXPECT_TRUE(ids.count("multiquery-L1024-d1.00-s0"));
+  EXPECT_TRUE(ids.count("cwe-L4096-s1"));
+  EXPECT_TRUE(ids.count("fwe-L1024-s0"));
+  EXPECT_TRUE(ids.count("scbench-L4096-s0"));
   for (const EvalTask& t : tasks) {
-    const bool depth_task = t.task == "passkey" || t.task == "niah" || t.task == "multikey";
+    const bool depth_task = t.task == "passkey" || t.task == "niah" || t.task == "multikey" ||
+                            t.task == "multivalue" || t.task == "multiquery";
     if (depth_task) {
       EXPECT_GE(t.depth, 0.0) << t.id;
     } else {
@@ -219,11 +229,21 @@ TEST(TaskGeneratorsTest, IdsCountsAndFields) {
     } else {
       EXPECT_EQ(t.kind, TaskKind::kQuestions);
       ASSERT_FALSE(t.turns.empty()) << t.id;
-      EXPECT_EQ(t.max_new_tokens, t.task == "vt"        ? 64
-                                  : t.task == "passkey" ? 32
-                                  : t.task == "drift"   ? 24
-                                                        : 40)
-          << t.id;
+      const std::map<std::string, int> max_new = {{"vt", 64},         {"passkey", 32},
+                                                   {"multivalue", 64}, {"multiquery", 64},
+                                                   {"cwe", 100},       {"fwe", 40},
+                                                   {"scbench", 32},  {"drift", 24}};
+      EXPECT_EQ(t.max_new_tokens, max_new.count(t.task) ? max_new.at(t.task) : 40) << t.id;
+      // RULER-style tasks with several answers score the share found; the rest any (vt all).
+      const bool share = t.task == "multivalue" || t.task == "multiquery" || t.task == "cwe" ||
+                         t.task == "fwe";
+      for (const EvalTurn& turn : t.turns) {
+        EXPECT_EQ(turn.scoring, share            ? TurnScoring::kShare
+                                : t.task == "vt" ? TurnScoring::kAll
+                                                 : TurnScoring::kAny)
+            << t.id;
+      }
+      EXPECT_EQ(t.turns.size(), static_cast<size_t>(GeneratedTaskTurns(t.task))) << t.id;
     }
   }
   EXPECT_EQ(GenerateTasks(AllTasksGrid(), kFake).front().id, "passkey-L1024-d0.00-s0");
@@ -231,7 +251,8 @@ TEST(TaskGeneratorsTest, IdsCountsAndFields) {
 
 TEST(TaskGeneratorsTest, ContextLengthWithinFivePercent) {
   TaskGrid grid;
-  grid.tasks = {"passkey", "niah", "multikey", "vt", "drift", "ppl"};
+  grid.tasks = {"passkey", "niah",       "multikey", "vt",  "drift", "ppl",
+                "multivalue", "multiquery", "cwe",   "fwe", "scbench"};
   grid.lengths = {512, 1024, 2048, 4096, 8192, 16384};
   grid.depths = {0.3};
   for (const EvalTask& t : GenerateTasks(grid, kFake)) {
@@ -304,7 +325,28 @@ TEST(TaskGeneratorsTest, AnswerPrefixesLeadIntoTheAnswer) {
         EXPECT_EQ(turn.answer_prefix, "The variables assigned the value " + value + " are");
         continue;
       }
+      if (t.task == "multivalue" || t.task == "multiquery") {  // the keys the question names
+        const std::string ask = "magic numbers for ";
+        const size_t a = turn.question.find(ask) + ask.size();
+        const std::string keys = turn.question.substr(a, turn.question.find(" mentioned") - a);
+        EXPECT_EQ(turn.answer_prefix, "The special magic numbers for " + keys + " are");
+        continue;
+      }
+      if (t.task == "cwe") {
+        EXPECT_EQ(turn.answer_prefix, "The top 10 words that appear most often in the list are: 1.");
+        continue;
+      }
+      if (t.task == "fwe") {
+        EXPECT_EQ(turn.answer_prefix,
+                  "According to the coded text above, the three most frequently appearing words "
+                  "are \"");
+        continue;
+      }
       EXPECT_EQ(Occurrences(t.context, turn.answer_prefix + " " + turn.answers.at(0)), 1u);
+      if (t.task == "scbench") {  // "The train to Oslo leaves from platform" + " 12" + "."
+        EXPECT_EQ(Occurrences(t.context, turn.answer_prefix + " " + turn.answers[0] + "."), 1u);
+        continue;
+      }
       if (t.task == "passkey") {
         EXPECT_EQ(turn.answer_prefix, "The pass key is");
       } else if (t.task != "drift") {  // drift: DriftAsksFourDifferentFactsOutOfOrder
@@ -312,7 +354,9 @@ TEST(TaskGeneratorsTest, AnswerPrefixesLeadIntoTheAnswer) {
       }
     }
   }
-  EXPECT_EQ(tasks_seen, (std::set<std::string>{"passkey", "niah", "multikey", "vt", "drift"}));
+  EXPECT_EQ(tasks_seen,
+            (std::set<std::string>{"passkey", "niah", "multikey", "vt", "drift", "multivalue",
+                                   "multiquery", "cwe", "fwe", "scbench"}));
 }
 
 TEST(TaskGeneratorsTest, DriftAsksFourDifferentFactsOutOfOrder) {
@@ -355,7 +399,7 @@ TEST(TaskGeneratorsTest, VariableTrackingChain) {
   for (const EvalTask& t : GenerateTasks(grid, kFake)) {
     ASSERT_EQ(t.turns.size(), 1u);
     const EvalTurn& turn = t.turns[0];
-    EXPECT_TRUE(turn.require_all);
+    EXPECT_EQ(turn.scoring, TurnScoring::kAll);
     ASSERT_EQ(turn.answers.size(), 3u);
     const std::string value = turn.question.substr(turn.question.find("value ") + 6, 5);
     EXPECT_EQ(Occurrences(t.context, "VAR " + turn.answers[0] + " = " + value + "."), 1u) << t.id;
@@ -392,6 +436,290 @@ TEST(TaskGeneratorsTest, PerplexityContinuesWithoutOverlap) {
     EXPECT_NEAR(static_cast<double>(FakeCount(t.scored_text)), scored, 40.0) << t.id;
     EXPECT_TRUE(std::isspace(static_cast<unsigned char>(t.scored_text[0]))) << t.id;
   }
+}
+
+// Lowercase words of the haystack prose.
+std::set<std::string> HaystackWords() {
+  std::set<std::string> words;
+  for (const std::string& p : LoadHaystackParagraphs(HaystackDir())) {
+    std::string w;
+    for (const char c : p + " ") {
+      if (std::isalpha(static_cast<unsigned char>(c))) {
+        w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else if (!w.empty()) {
+        words.insert(w);
+        w.clear();
+      }
+    }
+  }
+  return words;
+}
+
+// Whitespace-separated words of `text`.
+std::vector<std::string> Words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// The words by count, most frequent first (ties by word).
+std::vector<std::pair<std::string, int>> ByCount(const std::vector<std::string>& words) {
+  std::map<std::string, int> counts;
+  for (const std::string& w : words) ++counts[w];
+  std::vector<std::pair<std::string, int>> out(counts.begin(), counts.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+TEST(TaskGeneratorsTest, MultivalueFourValuesOfOneKeyAroundTheDepth) {
+  TaskGrid grid;
+  grid.tasks = {"multivalue"};
+  grid.lengths = {1024, 4096};
+  grid.depths = {0.0, 0.3, 0.5, 0.9};
+  grid.samples = 2;
+  for (const EvalTask& t : GenerateTasks(grid, kFake)) {
+    ASSERT_EQ(t.turns.size(), 1u);
+    const EvalTurn& turn = t.turns[0];
+    ASSERT_EQ(turn.answers.size(), 4u) << t.id;
+    EXPECT_EQ(std::set<std::string>(turn.answers.begin(), turn.answers.end()).size(), 4u);
+    const std::string ask = "magic numbers for ";
+    const size_t a = turn.question.find(ask) + ask.size();
+    const std::string key = turn.question.substr(a, turn.question.find(' ', a) - a);
+    EXPECT_EQ(Occurrences(t.context, "special magic numbers for"), 4u) << t.id;
+    EXPECT_EQ(Occurrences(t.context, key), 4u) << t.id;
+    for (int i = 0; i < 4; ++i) {
+      const std::string needle =
+          "One of the special magic numbers for " + key + " is " + turn.answers[i] + ".";
+      EXPECT_EQ(Occurrences(t.context, needle), 1u) << t.id << " " << needle;
+      EXPECT_EQ(Occurrences(t.context, turn.answers[i]), 1u) << t.id;
+      EXPECT_NEAR(DepthOf(t.context, needle), std::fmod(t.depth + 0.25 * i, 1.0), 0.03) << t.id;
+    }
+    // All four in the answer score 1, two of them 0.5.
+    EXPECT_EQ(TurnScore(turn.answers[3] + ", " + turn.answers[1] + ", " + turn.answers[0] +
+                            " and " + turn.answers[2],
+                        turn),
+              1.0);
+    EXPECT_EQ(TurnScore(turn.answers[2] + " " + turn.answers[0], turn), 0.5);
+  }
+}
+
+TEST(TaskGeneratorsTest, MultiqueryAsksForFourKeys) {
+  TaskGrid grid;
+  grid.tasks = {"multiquery"};
+  grid.lengths = {1024, 4096};
+  grid.depths = {0.1, 0.6};
+  grid.samples = 3;
+  for (const EvalTask& t : GenerateTasks(grid, kFake)) {
+    ASSERT_EQ(t.turns.size(), 1u);
+    const EvalTurn& turn = t.turns[0];
+    ASSERT_EQ(turn.answers.size(), 4u) << t.id;
+    EXPECT_EQ(Occurrences(t.context, "The special magic number for "), 4u) << t.id;
+    // The question names four keys, "A, B, C and D", each of whose needle holds the answer of
+    // the same rank; the needle of the first needle key is at the grid depth.
+    const std::string ask = "magic numbers for ";
+    const size_t a = turn.question.find(ask) + ask.size();
+    std::string list = turn.question.substr(a, turn.question.find(" mentioned") - a);
+    std::vector<std::string> keys;
+    for (const std::string& w : Words(list)) {
+      if (w == "and") continue;
+      keys.push_back(w.back() == ',' ? w.substr(0, w.size() - 1) : w);
+    }
+    ASSERT_EQ(keys.size(), 4u) << turn.question;
+    EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), 4u);
+    std::vector<double> depths;
+    for (int i = 0; i < 4; ++i) {
+      const std::string needle =
+          "The special magic number for " + keys[i] + " is " + turn.answers[i] + ".";
+      EXPECT_EQ(Occurrences(t.context, needle), 1u) << t.id << " " << needle;
+      depths.push_back(DepthOf(t.context, needle));
+    }
+    std::sort(depths.begin(), depths.end());
+    for (int k = 0; k < 4; ++k) {
+      const double want = std::fmod(t.depth + 0.25 * k, 1.0);
+      bool near = false;
+      for (double d : depths) near |= std::fabs(d - want) <= 0.03;
+      EXPECT_TRUE(near) << t.id << " no needle at " << want;
+    }
+    EXPECT_EQ(TurnScore(turn.answers[1] + " " + turn.answers[3], turn), 0.5);
+  }
+}
+
+TEST(TaskGeneratorsTest, CweWordsAreNotInTheHaystackNorInsideEachOther) {
+  const std::set<std::string> haystack = HaystackWords();
+  const std::vector<std::string_view> words = eval_internal::CommonWordList();
+  EXPECT_GE(words.size(), 500u);
+  std::set<std::string_view> distinct(words.begin(), words.end());
+  EXPECT_EQ(distinct.size(), words.size());
+  for (std::string_view w : words) {
+    EXPECT_EQ(haystack.count(std::string(w)), 0u) << w;
+    EXPECT_EQ(haystack.count(std::string(w) + "s"), 0u) << w;
+    for (char c : w) EXPECT_TRUE(c >= 'a' && c <= 'z') << w;
+    for (std::string_view other : words) {
+      if (other != w) {
+        EXPECT_EQ(other.find(w), std::string_view::npos) << w << " in " << other;
+      }
+    }
+  }
+}
+
+// cwe: a numbered list whose 10 most frequent words are the answers, each strictly more frequent
+// than any other word: 30 against 3 where the list is long enough (RULER's numbers).
+TEST(TaskGeneratorsTest, CweAnswersAreTheTenMostCommonWords) {
+  TaskGrid grid;
+  grid.tasks = {"cwe"};
+  grid.lengths = {256, 1024, 4096, 8192, 65536};
+  grid.samples = 2;
+  const std::string head =
+      "Below is a numbered list of words. In these words, some appear more often than others. "
+      "Memorize the ones that appear most often.\n\n";
+  for (const EvalTask& t : GenerateTasks(grid, kFake)) {
+    SCOPED_TRACE(t.id);
+    ASSERT_EQ(t.turns.size(), 1u);
+    const EvalTurn& turn = t.turns[0];
+    EXPECT_EQ(turn.question, "What are the 10 most common words in the above list?");
+    ASSERT_EQ(turn.answers.size(), 10u);
+    ASSERT_EQ(t.context.rfind(head, 0), 0u);
+    const std::vector<std::string> tokens = Words(t.context.substr(head.size()));
+    ASSERT_EQ(tokens.size() % 2, 0u);
+    std::vector<std::string> list;
+    for (size_t i = 0; i < tokens.size(); i += 2) {  // "1." "cello" "2." "walrus" ...
+      ASSERT_EQ(tokens[i], std::to_string(i / 2 + 1) + ".");
+      list.push_back(tokens[i + 1]);
+    }
+    const auto ranked = ByCount(list);
+    ASSERT_GT(ranked.size(), 10u);
+    const std::set<std::string> answers(turn.answers.begin(), turn.answers.end());
+    EXPECT_EQ(answers.size(), 10u);
+    const int common = ranked[0].second, rare = ranked[10].second;
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_TRUE(answers.count(ranked[i].first)) << ranked[i].first;
+      EXPECT_EQ(ranked[i].second, common) << ranked[i].first;
+    }
+    EXPECT_GT(common, rare);
+    for (size_t i = 10; i < ranked.size(); ++i) EXPECT_EQ(ranked[i].second, rare);
+    if (t.target_tokens == 4096) {  // 1.3k entries of 3 fake tokens
+      EXPECT_EQ(common, 30);
+      EXPECT_EQ(rare, 3);
+    }
+    if (t.target_tokens == 65536) {  // beyond the vocabulary at 3 each: ten to one
+      EXPECT_GE(ranked.size(), eval_internal::CommonWordList().size() * 9 / 10);
+      EXPECT_EQ(common, 10 * rare);
+      EXPECT_GT(rare, 3);
+    }
+    // A full answer scores 1, the top five 0.5, and a list of rare words nothing.
+    std::string all, half, wrong;
+    for (int i = 0; i < 10; ++i) all += turn.answers[i] + ", ";
+    for (int i = 0; i < 5; ++i) half += turn.answers[i] + ", ";
+    for (size_t i = 10; i < 15; ++i) wrong += ranked[i].first + ", ";
+    EXPECT_EQ(TurnScore(all, turn), 1.0);
+    EXPECT_EQ(TurnScore(half, turn), 0.5);
+    EXPECT_EQ(TurnScore(wrong, turn), 0.0);
+  }
+}
+
+// fwe: Zipf counts (alpha 2) over coded words, the "...." noise first, then the three answers,
+// then every other word strictly less often.
+TEST(TaskGeneratorsTest, FweAnswersAreTheThreeMostFrequentCodedWords) {
+  const std::set<std::string> haystack = HaystackWords();
+  TaskGrid grid;
+  grid.tasks = {"fwe"};
+  grid.lengths = {256, 1024, 4096, 16384};
+  grid.samples = 3;
+  const std::string head =
+      "Read the following coded text and track the frequency of each coded word. Find the three "
+      "most frequently appearing coded words.\n\n";
+  for (const EvalTask& t : GenerateTasks(grid, kFake)) {
+    SCOPED_TRACE(t.id);
+    ASSERT_EQ(t.turns.size(), 1u);
+    const EvalTurn& turn = t.turns[0];
+    ASSERT_EQ(turn.answers.size(), 3u);
+    ASSERT_EQ(t.context.rfind(head, 0), 0u);
+    const std::vector<std::string> words = Words(t.context.substr(head.size()));
+    const auto ranked = ByCount(words);
+    ASSERT_GE(ranked.size(), 5u);
+    EXPECT_EQ(ranked[0].first, "....");
+    for (int i = 1; i <= 3; ++i) {
+      EXPECT_EQ(ranked[i].first, turn.answers[i - 1]);
+      EXPECT_GT(ranked[i - 1].second, ranked[i].second);
+    }
+    EXPECT_GT(ranked[3].second, ranked[4].second);
+    // Zipf: rank k about N k^-2 / zeta(2), so rank 2 is a quarter of the noise.
+    const double n = static_cast<double>(words.size());
+    if (t.target_tokens >= 4096) {
+      EXPECT_NEAR(ranked[0].second / n, 0.608, 0.02);
+      EXPECT_NEAR(static_cast<double>(ranked[1].second) / ranked[0].second, 0.25, 0.02);
+    }
+    for (size_t i = 1; i < ranked.size(); ++i) {
+      const std::string& w = ranked[i].first;
+      ASSERT_EQ(w.size(), 6u) << w;
+      for (size_t c = 0; c < 6; ++c) {
+        EXPECT_EQ(std::string_view("aeiou").find(w[c]) != std::string_view::npos, c % 2 == 1)
+            << w;
+      }
+      EXPECT_EQ(haystack.count(w), 0u) << w;
+    }
+  }
+}
+
+// scbench: five facts of five kinds at depths 0.1 .. 0.9, asked one per turn in the order 0.5,
+// 0.1, 0.9, 0.3, 0.7; no key or answer word in the haystack, no answer inside another.
+TEST(TaskGeneratorsTest, ScbenchFiveFactsAskedAcrossTheContext) {
+  const std::set<std::string> haystack = HaystackWords();
+  // Words of the fact templates; every other word of a fact is a key or an answer.
+  const std::set<std::string> template_words = {
+      "the", "code", "to", "open", "locker", "is", "favourite", "fruit", "train", "leaves", "from",
+      "platform", "freighter", "carries", "a", "cargo", "of", "lessons", "take", "place", "in",
+      "room", "s"};
+  TaskGrid grid;
+  grid.tasks = {"scbench"};
+  grid.lengths = {2048, 4096};
+  grid.samples = 60;
+  std::set<std::string> kinds_first;
+  for (const EvalTask& t : GenerateTasks(grid, kFake)) {
+    SCOPED_TRACE(t.id);
+    ASSERT_EQ(t.turns.size(), 5u);
+    EXPECT_EQ(t.max_new_tokens, 32);
+    std::vector<std::string> shapes;
+    std::vector<double> depths;
+    for (const EvalTurn& turn : t.turns) {
+      ASSERT_EQ(turn.answers.size(), 1u);
+      EXPECT_EQ(turn.scoring, TurnScoring::kAny);
+      const std::string fact = turn.answer_prefix + " " + turn.answers[0] + ".";
+      EXPECT_EQ(Occurrences(t.context, fact), 1u) << fact;
+      depths.push_back(DepthOf(t.context, fact));
+      // The template: the prefix without its key words.
+      std::string shape;
+      std::string word;
+      for (const char c : fact + " ") {
+        if (std::isalpha(static_cast<unsigned char>(c))) {
+          word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          continue;
+        }
+        if (word.empty()) continue;
+        if (template_words.count(word)) {
+          shape += word + " ";
+        } else {
+          EXPECT_EQ(haystack.count(word), 0u) << "'" << word << "' of: " << fact;
+        }
+        word.clear();
+      }
+      shapes.push_back(shape);
+      for (const EvalTurn& other : t.turns) {
+        if (&other != &turn) {
+          EXPECT_EQ(NormalizeForMatch(other.answers[0]).find(NormalizeForMatch(turn.answers[0])),
+                    std::string::npos)
+              << turn.answers[0] << " in " << other.answers[0];
+        }
+      }
+    }
+    EXPECT_EQ(std::set<std::string>(shapes.begin(), shapes.end()).size(), 5u);  // five kinds
+    const double want[5] = {0.5, 0.1, 0.9, 0.3, 0.7};
+    for (int i = 0; i < 5; ++i) EXPECT_NEAR(depths[i], want[i], 0.03) << i;
+    kinds_first.insert(shapes[0]);
+  }
+  EXPECT_EQ(kinds_first.size(), 5u);  // which kind sits where changes with the instance
 }
 
 void ExpectError(const TaskGrid& grid, const std::string& fragment) {

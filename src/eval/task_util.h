@@ -101,8 +101,17 @@ EvalTask GenerateVt(const TaskInstance& instance, TaskResources& resources);
 EvalTask GenerateDrift(const TaskInstance& instance, TaskResources& resources);
 EvalTask GenerateLongGen(const TaskInstance& instance, TaskResources& resources);
 EvalTask GeneratePpl(const TaskInstance& instance, TaskResources& resources);
+EvalTask GenerateMultivalue(const TaskInstance& instance, TaskResources& resources);
+EvalTask GenerateMultiquery(const TaskInstance& instance, TaskResources& resources);
+EvalTask GenerateCwe(const TaskInstance& instance, TaskResources& resources);
+EvalTask GenerateFwe(const TaskInstance& instance, TaskResources& resources);
+EvalTask GenerateScbench(const TaskInstance& instance, TaskResources& resources);
 
-// Shared by the needle tasks (niah, multikey, drift).
+// cwe's vocabulary (task_cwe.cc): English nouns, none in data/haystack, none a substring of
+// another. fwe's coded words avoid them.
+std::vector<std::string_view> CommonWordList();
+
+// Shared by the needle tasks (niah, multikey, drift, multiquery; multivalue uses the instruction).
 inline constexpr std::string_view kNiahInstruction =
     "Some special magic numbers are hidden within the following text. Make sure to memorize "
     "them. I will quiz you about the numbers afterwards.";

@@ -42,7 +42,7 @@ EvalTask GenerateVt(const TaskInstance& instance, TaskResources& resources) {
   EvalTurn turn;
   turn.question = "Which variables are assigned the value " + values[0] + "? List all of them.";
   turn.answers.assign(names.begin(), names.begin() + kChain);
-  turn.require_all = true;
+  turn.scoring = TurnScoring::kAll;
   turn.answer_prefix = "The variables assigned the value " + values[0] + " are";
   task.turns.push_back(std::move(turn));
   task.max_new_tokens = 64;
