@@ -4,7 +4,7 @@ BUILD ?= build
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build test test-asan demo eval eval-quick results bench bench-gemma clean format fuzz
+.PHONY: all setup build test test-asan demo eval eval-extra eval-quick results bench bench-gemma clean format fuzz
 
 all: build
 
@@ -32,6 +32,10 @@ demo: setup build
 # committed under docs/results/runs/, docs/results.md regenerated from them.
 eval: setup build
 	@scripts/eval.sh
+
+# The reported families beside the headline (SCBench-style, RULER-style, ppl, ablations).
+eval-extra: setup build
+	@PART=extra scripts/eval.sh
 
 # The headline table with 95% intervals (30 instances a cell) in about 15 minutes.
 eval-quick: setup build
