@@ -67,7 +67,8 @@ Fact MakeFact(int kind, Rng& rng, const std::string numbers[3]) {
     case 0: {
       const std::string colour = Pick(rng, kColours);
       f.sentence = "The code to open the " + colour + " locker is " + numbers[0] + ".";
-      t.question = "What is the code to open the " + colour + " locker?";
+      t.question =
+          "What is the code to open the " + colour + " locker? Answer with the number only.";
       t.answers = {numbers[0]};
       t.answer_prefix = "The code to open the " + colour + " locker is";
       break;
@@ -75,7 +76,7 @@ Fact MakeFact(int kind, Rng& rng, const std::string numbers[3]) {
     case 1: {
       const std::string name = Pick(rng, kNames), fruit = Pick(rng, kFruits);
       f.sentence = name + "'s favourite fruit is the " + fruit + ".";
-      t.question = "What is " + name + "'s favourite fruit?";
+      t.question = "What is " + name + "'s favourite fruit? Answer in one word.";
       t.answers = {fruit};
       t.answer_prefix = name + "'s favourite fruit is the";
       break;
@@ -83,7 +84,8 @@ Fact MakeFact(int kind, Rng& rng, const std::string numbers[3]) {
     case 2: {
       const std::string city = Pick(rng, kCities);
       f.sentence = "The train to " + city + " leaves from platform " + numbers[1] + ".";
-      t.question = "From which platform does the train to " + city + " leave?";
+      t.question =
+          "From which platform does the train to " + city + " leave? Answer with the number only.";
       t.answers = {numbers[1]};
       t.answer_prefix = "The train to " + city + " leaves from platform";
       break;
@@ -91,7 +93,7 @@ Fact MakeFact(int kind, Rng& rng, const std::string numbers[3]) {
     case 3: {
       const std::string ship = Pick(rng, kShips), goods = Pick(rng, kGoods);
       f.sentence = "The freighter " + ship + " carries a cargo of " + goods + ".";
-      t.question = "What cargo does the freighter " + ship + " carry?";
+      t.question = "What cargo does the freighter " + ship + " carry? Answer in one word.";
       t.answers = {goods};
       t.answer_prefix = "The freighter " + ship + " carries a cargo of";
       break;
@@ -99,13 +101,13 @@ Fact MakeFact(int kind, Rng& rng, const std::string numbers[3]) {
     default: {
       const std::string instrument = Pick(rng, kInstruments);
       f.sentence = "The " + instrument + " lessons take place in room " + numbers[2] + ".";
-      t.question = "In which room do the " + instrument + " lessons take place?";
+      t.question = "In which room do the " + instrument +
+                   " lessons take place? Answer with the number only.";
       t.answers = {numbers[2]};
       t.answer_prefix = "The " + instrument + " lessons take place in room";
       break;
     }
   }
-  t.question += " Answer in one word.";
   return f;
 }
 
