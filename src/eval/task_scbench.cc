@@ -93,7 +93,7 @@ Fact MakeFact(int kind, Rng& rng, const std::string numbers[3]) {
     case 3: {
       const std::string ship = Pick(rng, kShips), goods = Pick(rng, kGoods);
       f.sentence = "The freighter " + ship + " carries a cargo of " + goods + ".";
-      t.question = "What cargo does the freighter " + ship + " carry? Answer in one word.";
+      t.question = "What does the freighter " + ship + " carry? Answer in one word.";
       t.answers = {goods};
       t.answer_prefix = "The freighter " + ship + " carries a cargo of";
       break;
