@@ -74,6 +74,11 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure context_too_long "exceed the context" "$BIN" run -m "$MODEL" -p hi -n 9000
   expect_clean_failure negative_n "" "$BIN" run -m "$MODEL" -p hi -n -5
   expect_clean_failure bad_top_p "top-p" "$BIN" run -m "$MODEL" -p hi --temp 1 --top-p 0
+  # qevict chat: a missing document, no room to answer, a conversation beyond the context.
+  expect_clean_failure chat_missing_document "cannot read" "$BIN" chat -m "$MODEL" -f /nonexistent
+  expect_clean_failure chat_zero_n "-n must be" "$BIN" chat -m "$MODEL" -n 0 </dev/null
+  expect_clean_failure chat_context_full "start a new chat" \
+    bash -c 'echo hello | "$0" chat -m "$1" -c 64 -n 60 --temp 0' "$BIN" "$MODEL"
   # qevict eval: a missing or empty task file, bad grids; malformed lines alone are skipped.
   out=$(mktemp -d)
   expect_clean_failure eval_missing_tasks "does not exist" "$BIN" eval -m "$MODEL" --tasks /nonexistent.jsonl --out "$out"

@@ -1,11 +1,10 @@
 // `qevict run`: generate text from a prompt, streaming it to stdout; timings to stderr.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "engine/generate.h"
 #include "engine/loaded_model.h"
 #include "tools/commands.h"
+#include "tools/generation_flags.h"
 #include "tools/kv_flags.h"
 #include "util/error.h"
 
@@ -19,30 +18,19 @@ struct RunFlags {
   std::string system;
   int n_predict = 128;
   bool chat = false;
-  float temperature = 0.8f;
-  int top_k = 40;
-  float top_p = 0.95f;
-  uint64_t seed = 42;
+  SamplingFlags sampling;
   int threads = 0;
   int64_t ctx = 0;
   int batch = 256;
   KvFlags kv;
 };
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read prompt file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 int Run(const RunFlags& f) {
   if (f.prompt.empty() == f.prompt_file.empty()) {
     throw Error("give exactly one of -p PROMPT or -f FILE");
   }
   if (f.n_predict < 0) throw Error("-n must be >= 0");
-  const std::string text = f.prompt_file.empty() ? f.prompt : ReadFile(f.prompt_file);
+  const std::string text = f.prompt_file.empty() ? f.prompt : ReadTextFile(f.prompt_file, "prompt file");
   LoadedModel m = LoadedModel::Load(f.model);
   std::vector<int32_t> tokens;
   if (f.chat) {
@@ -80,7 +68,7 @@ int Run(const RunFlags& f) {
 
   GenerateOptions go;
   go.max_new_tokens = f.n_predict;
-  go.sampling = {f.temperature, f.top_k, f.top_p, f.seed};
+  go.sampling = f.sampling.Options();
   go.on_text = [](std::string_view t) {
     std::fwrite(t.data(), 1, t.size(), stdout);
     std::fflush(stdout);
@@ -116,10 +104,7 @@ std::function<int()> RegisterRun(CLI::App& app) {
   cmd->add_option("-n,--n-predict", flags->n_predict, "tokens to generate")->capture_default_str();
   cmd->add_flag("--chat", flags->chat, "wrap the prompt as a user message in the chat template");
   cmd->add_option("--system", flags->system, "system message (with --chat)");
-  cmd->add_option("--temp", flags->temperature, "temperature; 0 = greedy")->capture_default_str();
-  cmd->add_option("--top-k", flags->top_k, "top-k (<= 0: off)")->capture_default_str();
-  cmd->add_option("--top-p", flags->top_p, "top-p (1: off)")->capture_default_str();
-  cmd->add_option("--seed", flags->seed, "sampling seed")->capture_default_str();
+  AddSamplingFlags(*cmd, flags->sampling, "sampling seed");
   cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
   cmd->add_option("-c,--ctx", flags->ctx, "context size (default: prompt + n-predict)");
   cmd->add_option("-b,--batch", flags->batch, "prefill tokens per forward pass")

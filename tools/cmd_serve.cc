@@ -111,6 +111,15 @@ std::function<int()> RegisterServe(CLI::App& app) {
   cmd->add_option("--max-body", o.max_body_bytes, "largest request body in bytes (more: 413)")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
+  cmd->add_option("--max-sessions", o.max_sessions,
+                  "conversations kept for reuse: a request that extends one prefills only its "
+                  "new tokens (0: none; docs/server.md, \"Kept sessions\")")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--session-ttl", o.session_ttl_seconds,
+                  "seconds an idle kept conversation lives")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 604800));
   cmd->add_option("--alias", o.model_alias, "model id to report (default: the file name)");
   cmd->add_flag("-v,--verbose", o.log_requests, "log every response on stderr");
   AddKvFlags(*cmd, flags->kv);

@@ -10,6 +10,7 @@ namespace qevict::cli {
 
 // Registers the subcommand and returns the function to call when it was chosen.
 std::function<int()> RegisterRun(CLI::App& app);
+std::function<int()> RegisterChat(CLI::App& app);
 std::function<int()> RegisterInfo(CLI::App& app);
 std::function<int()> RegisterBench(CLI::App& app);
 std::function<int()> RegisterServe(CLI::App& app);

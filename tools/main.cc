@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     commands.emplace_back(app.get_subcommands({})[before], fn);
   };
   add(qevict::cli::RegisterRun);
+  add(qevict::cli::RegisterChat);
   add(qevict::cli::RegisterInfo);
   add(qevict::cli::RegisterBench);
   add(qevict::cli::RegisterServe);

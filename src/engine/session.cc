@@ -35,7 +35,7 @@ std::unique_ptr<KvCache> MakeSessionCache(const TransformerModel& model, int64_t
 Session::Session(const TransformerModel& model, ThreadPool& pool, const SessionOptions& options,
                  const KvCacheFactory& make_cache)
     : model_(model),
-      pool_(pool),
+      pool_(&pool),
       options_(options),
       scratch_(model.config(), std::max(1, options.prefill_chunk)) {
   if (options_.n_ctx <= 0 || options_.n_ctx > model.config().context_length) {
@@ -77,6 +77,11 @@ void Session::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   cache_->BeginRun(prompt_tokens, max_new_tokens);
 }
 
+void Session::ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  CheckRoom(prompt_tokens + max_new_tokens);
+  cache_->ContinueRun(prompt_tokens, max_new_tokens);
+}
+
 void Session::CheckRoom(int64_t n) const {
   if (position_ + n > options_.n_ctx) {
     throw Error(std::to_string(position_ + n) + " tokens do not fit the context of " +
@@ -87,6 +92,7 @@ void Session::CheckRoom(int64_t n) const {
 std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
   QEVICT_CHECK(!tokens.empty());
   CheckRoom(static_cast<int64_t>(tokens.size()));
+  if (!scratch_.allocated()) scratch_.Allocate(model_.config());
   const auto t0 = std::chrono::steady_clock::now();
   const int n_vocab = model_.config().n_vocab;
   size_t done = 0;
@@ -96,10 +102,10 @@ std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
     std::iota(positions_.begin(), positions_.begin() + n, static_cast<int32_t>(position_));
     cache_->BeginBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk);
     model_.Forward(tokens.data() + done, positions_.data(), n, last ? 1 : 0, ropes_, *cache_,
-                   scratch_, pool_);
+                   scratch_, *pool_);
     position_ += n;
     done += n;
-    cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, pool_);
+    cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, *pool_);
   }
   timings_.prompt_tokens += static_cast<int64_t>(tokens.size());
   timings_.prompt_seconds += SecondsSince(t0);
@@ -108,6 +114,7 @@ std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
 
 std::vector<float> Session::PrefillAllLogits(std::span<const int32_t> tokens) {
   CheckRoom(static_cast<int64_t>(tokens.size()));
+  if (!scratch_.allocated()) scratch_.Allocate(model_.config());
   const auto t0 = std::chrono::steady_clock::now();
   const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
   std::vector<float> all(tokens.size() * n_vocab);
@@ -118,12 +125,12 @@ std::vector<float> Session::PrefillAllLogits(std::span<const int32_t> tokens) {
     std::iota(positions_.begin(), positions_.begin() + n, static_cast<int32_t>(position_));
     cache_->BeginBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk);
     model_.Forward(tokens.data() + done, positions_.data(), n, n, ropes_, *cache_, scratch_,
-                   pool_);
+                   *pool_);
     std::copy(scratch_.logits.begin(), scratch_.logits.begin() + n * n_vocab,
               all.begin() + done * n_vocab);
     position_ += n;
     done += n;
-    cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, pool_);
+    cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, *pool_);
   }
   timings_.prompt_tokens += static_cast<int64_t>(tokens.size());
   timings_.prompt_seconds += SecondsSince(t0);
@@ -132,12 +139,13 @@ std::vector<float> Session::PrefillAllLogits(std::span<const int32_t> tokens) {
 
 std::span<const float> Session::Decode(int32_t token) {
   CheckRoom(1);
+  if (!scratch_.allocated()) scratch_.Allocate(model_.config());
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t pos = static_cast<int32_t>(position_);
   cache_->BeginBatch(BatchKind::kGenerated);
-  model_.Forward(&token, &pos, 1, 1, ropes_, *cache_, scratch_, pool_);
+  model_.Forward(&token, &pos, 1, 1, ropes_, *cache_, scratch_, *pool_);
   position_ += 1;
-  cache_->EndBatch(BatchKind::kGenerated, pool_);
+  cache_->EndBatch(BatchKind::kGenerated, *pool_);
   timings_.generated_tokens += 1;
   timings_.generate_seconds += SecondsSince(t0);
   return {scratch_.logits.data(), static_cast<size_t>(model_.config().n_vocab)};

@@ -47,6 +47,10 @@ class Session {
   // Starts a new run (the cache forgets everything): prompt length and generation length size
   // the cache budget.
   void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens);
+  // Before a further turn of the run (a conversation's next message): what the cache holds is
+  // kept, and its budget grows to cover prompt_tokens more prompt tokens and max_new_tokens
+  // generated ones (KvCache::ContinueRun). Throws when they do not fit the context.
+  void ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens);
   // Feeds prompt tokens; returns the logits after the last one.
   std::span<const float> Prefill(std::span<const int32_t> tokens);
   // Feeds prompt tokens and returns logits for every one of them (perplexity scoring):
@@ -63,12 +67,17 @@ class Session {
   const KvCache* policy_cache() const;
   const SessionTimings& timings() const { return timings_; }
   const TransformerModel& model() const { return model_; }
+  // Frees the forward pass's scratch buffers until the next Prefill or Decode (a conversation
+  // kept between turns holds only its cache).
+  void Trim() { scratch_.Release(); }
+  // The threads later calls compute on (a kept conversation resumed on another server slot).
+  void set_pool(ThreadPool& pool) { pool_ = &pool; }
 
  private:
   void CheckRoom(int64_t n) const;
 
   const TransformerModel& model_;
-  ThreadPool& pool_;
+  ThreadPool* pool_;
   SessionOptions options_;
   RopeTables ropes_;
   std::unique_ptr<KvCache> cache_;

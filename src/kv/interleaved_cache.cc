@@ -35,6 +35,10 @@ void InterleavedCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   if (global_) global_->BeginRun(prompt_tokens, max_new_tokens);
 }
 
+void InterleavedCache::ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  if (global_) global_->ContinueRun(prompt_tokens, max_new_tokens);
+}
+
 void InterleavedCache::Store(int layer, int n, const int32_t* pos, const float* k,
                              const float* v) {
   if (sliding_[layer]) {

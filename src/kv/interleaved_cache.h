@@ -28,6 +28,7 @@ class InterleavedCache : public KvCache {
                                                const Rope& ring_rope) const;
 
   void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) override;
+  void ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) override;
   void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) override;
   void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
               ThreadPool& pool) override;

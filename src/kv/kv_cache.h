@@ -102,6 +102,11 @@ class KvCache {
   // prompt_tokens + max_new_tokens (docs/qevict-spec.md, "Budget").
   virtual void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) = 0;
 
+  // Before a further turn of the same run (a conversation's next message): prompt_tokens more
+  // tokens will be fed, then up to max_new_tokens generated. Nothing stored is forgotten; the
+  // budget becomes its fraction of the fp16 bytes of every token stored so far plus these.
+  virtual void ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) {}
+
   // Stores n new tokens of one layer. k is before RoPE, v as is; both [n][n_kv_heads][head_dim]
   // fp32. pos[i] are absolute positions, strictly increasing across calls.
   virtual void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) = 0;

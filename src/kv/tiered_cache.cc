@@ -139,12 +139,17 @@ void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   samples_ = 0;
 
   SetBudget(prompt_tokens, max_new_tokens);
+  policy_->BeginRun();
   ReleaseObservation();
   // Callers that do not announce batches (BeginBatch) observe every query from the start.
   if (observing_) {
     HoldObservation();
     remember_queries_ = true;
   }
+}
+
+void TieredCache::ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  SetBudget(n_tokens() + std::max<int64_t>(0, prompt_tokens), max_new_tokens);
 }
 
 void TieredCache::Store(int layer, int n, const int32_t* pos, const float* k, const float* v) {

@@ -62,6 +62,7 @@ class TieredCache : public KvCache {
   ~TieredCache() override;
 
   void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) override;
+  void ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) override;
   void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) override;
   void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
               ThreadPool& pool) override;
@@ -198,8 +199,8 @@ class TieredCache : public KvCache {
 
   // Run state.
   std::optional<int64_t> budget_;  // KvConfig::BudgetBytes of the run; nullopt: no limit
-  int64_t prompt_tokens_ = 0;  // prompt of BeginRun
-  int64_t run_tokens_ = 0;     // prompt + max_new_tokens of BeginRun
+  int64_t prompt_tokens_ = 0;  // tokens fed before the current turn's generation
+  int64_t run_tokens_ = 0;     // those + max_new_tokens of the current turn
   bool routed_ = false;        // the first routing step has happened
   bool over_budget_ = false;   // the last routing step could not meet the budget
   int64_t since_route_ = 0;    // generated tokens since the last routing step

@@ -50,6 +50,7 @@ std::unique_ptr<TieredCache> TieredCache::Fork(const KvConfig& config,
   fork->stats_.peak_quant_bytes = stats_.peak_quant_bytes;
   fork->stats_.prefill_peak_bytes = stats_.prefill_peak_bytes;
   fork->SetBudget(prompt_tokens_, run_tokens_ - prompt_tokens_);
+  fork->policy_->BeginRun();
   fork->batch_peak_ = batch_peak_;
   fork->peak_reserved_ = peak_reserved_;
   fork->obs_held_ = obs_held_;

@@ -99,7 +99,8 @@ void TieredCache::UpdatePeaks() {
 }
 
 // The byte budget of a run of prompt_tokens + max_new_tokens, what the cache scores, and
-// whether the budget is below the floor the cache cannot go under.
+// whether the budget is below the floor the cache cannot go under. The policy's own state is
+// not touched (BeginRun resets it; a further turn keeps it).
 void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
   prompt_tokens_ = std::max<int64_t>(0, prompt_tokens);
   run_tokens_ = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
@@ -108,13 +109,13 @@ void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
   stats_.budget_bytes = config_.BudgetBytes(run_tokens_, geo_).value_or(-1);
   scoring_ = for_forks_ || (policy_->wants_scores() && budget_);
   observing_ = for_forks_ || (policy_->wants_observation() && budget_);
-  policy_->BeginRun();
 
-  stats_.floor_bytes = -1;
+  if (!budget_) stats_.floor_bytes = -1;
   if (budget_) {
+    // The largest floor of the run so far (a further turn's is never smaller).
     const int64_t floor = WorstFloorBytes(prompt_tokens, std::max(run_tokens_, int64_t{1}));
-    stats_.floor_bytes = floor;
-    if (*budget_ < floor) {
+    stats_.floor_bytes = std::max(stats_.floor_bytes, floor);
+    if (*budget_ < floor && !stats_.infeasible) {
       const int64_t rings = geo_.ring_bytes(run_tokens_);
       const double fraction = static_cast<double>(floor + rings) /
                               static_cast<double>(geo_.full_bytes(std::max<int64_t>(run_tokens_, 1)));

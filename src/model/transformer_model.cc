@@ -8,7 +8,17 @@ namespace qevict {
 
 ForwardScratch::ForwardScratch(const ModelConfig& c, int max_batch_tokens)
     : max_batch(max_batch_tokens) {
-  const size_t b = static_cast<size_t>(max_batch_tokens);
+  Allocate(c);
+}
+
+void ForwardScratch::Release() {
+  for (std::vector<float>* buffer : {&x, &xn, &q, &k, &v, &attn, &proj, &gate, &up, &logits}) {
+    std::vector<float>().swap(*buffer);
+  }
+}
+
+void ForwardScratch::Allocate(const ModelConfig& c) {
+  const size_t b = static_cast<size_t>(max_batch);
   const size_t q_dim = static_cast<size_t>(c.n_heads) * c.head_dim;
   const size_t kv_dim = static_cast<size_t>(c.n_kv_heads) * c.head_dim;
   x.resize(b * c.n_embd);
@@ -43,15 +53,18 @@ KvGeometry TransformerModel::kv_geometry(int64_t max_tokens) const {
 }
 
 RopeTables TransformerModel::MakeRopes(int64_t max_positions) const {
+  std::lock_guard<std::mutex> lock(ropes_mutex_);
+  if (ropes_.global != nullptr && ropes_.global->max_positions() >= max_positions) return ropes_;
   RopeTables r;
-  r.global = std::make_unique<Rope>(config_.rope, max_positions);
+  r.global = std::make_shared<const Rope>(config_.rope, max_positions);
   const RopeConfig& a = config_.rope;
   const RopeConfig& b = config_.rope_local;
   const bool same = a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
                     a.llama3_factor == b.llama3_factor && a.freq_factors == b.freq_factors;
   if (config_.n_sliding_layers() > 0 && !same) {
-    r.local = std::make_unique<Rope>(config_.rope_local, max_positions);
+    r.local = std::make_shared<const Rope>(config_.rope_local, max_positions);
   }
+  ropes_ = r;
   return r;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,14 +23,20 @@ namespace qevict {
 // Activations for up to max_batch tokens at once; one per session.
 // RoPE tables of one session: the global layers' and, when sliding-window layers rotate with a
 // base of their own (gemma3), theirs.
+// Shared, read-only: every session of a model uses the same tables (kv caches keep references
+// to them, sessions keep them alive).
 struct RopeTables {
-  std::unique_ptr<Rope> global;
-  std::unique_ptr<Rope> local;  // nullptr: sliding layers use `global`
+  std::shared_ptr<const Rope> global;
+  std::shared_ptr<const Rope> local;  // nullptr: sliding layers use `global`
   const Rope& sliding() const { return local ? *local : *global; }
 };
 
 struct ForwardScratch {
   explicit ForwardScratch(const ModelConfig& c, int max_batch);
+  // Frees every buffer (a kept conversation between turns); Allocate makes them again.
+  void Release();
+  void Allocate(const ModelConfig& c);
+  bool allocated() const { return !x.empty(); }
   int max_batch;
   std::vector<float> x;       // [max_batch][n_embd] residual stream
   std::vector<float> xn;      // [max_batch][n_embd] normalized
@@ -57,7 +64,8 @@ class TransformerModel {
   // the geometry of the global layers (where the policy applies); the sliding layers' ring
   // (kv/interleaved_cache.h) is described by its ring_* fields.
   KvGeometry kv_geometry(int64_t max_tokens) const;
-  // RoPE tables for positions [0, max_positions).
+  // RoPE tables for positions [0, max_positions) at least: the largest tables made so far are
+  // kept and shared by every later session that fits them. Thread-safe.
   RopeTables MakeRopes(int64_t max_positions) const;
 
   // Runs n tokens at positions pos through the model, storing their keys/values in `cache`.
@@ -78,6 +86,8 @@ class TransformerModel {
   bool exact_matmul_ = false;
   ModelConfig config_;
   ModelWeights weights_;
+  mutable std::mutex ropes_mutex_;
+  mutable RopeTables ropes_;  // the largest tables made so far
 };
 
 }  // namespace qevict

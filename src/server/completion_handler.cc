@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <new>
+#include <optional>
 #include <random>
 #include <variant>
 
@@ -75,6 +76,7 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
 
 GenerationJob MakeJob(const ServerContext& ctx, PreparedRequest& request) {
   GenerationJob job;
+  job.n_ctx = ctx.defaults.context_tokens;
   job.prompt = std::move(request.prompt);
   job.max_tokens = request.max_tokens;
   job.sampling.temperature = request.params.temperature;
@@ -84,8 +86,35 @@ GenerationJob MakeJob(const ServerContext& ctx, PreparedRequest& request) {
   job.stop = request.params.stop;
   job.kv = request.params.kv;
   job.batch = ctx.batch;
+  job.keep = request.params.cache_prompt;
+  job.session_id = request.params.session_id;
+  job.kv_key = KvReuseKey(request.params.kv);
   return job;
 }
+
+// A kept conversation found for a request and pinned until the request takes it or gives up.
+class PinnedConversation {
+ public:
+  PinnedConversation(SessionStore* store, std::optional<SessionStore::Found> found)
+      : store_(store), found_(found) {}
+  ~PinnedConversation() {
+    if (found_) store_->Unpin(found_->id);
+  }
+  PinnedConversation(const PinnedConversation&) = delete;
+  PinnedConversation& operator=(const PinnedConversation&) = delete;
+
+  int64_t bytes() const { return found_ ? found_->bytes : 0; }
+  std::unique_ptr<Conversation> Take() {
+    if (!found_) return nullptr;
+    auto out = store_->Take(found_->id, found_->reusable_tokens);
+    found_.reset();
+    return out;
+  }
+
+ private:
+  SessionStore* store_;
+  std::optional<SessionStore::Found> found_;
+};
 
 // Non-streamed responses are written only when the generation is done; until then a space (JSON
 // allows leading whitespace) goes out after every second without output, which is how a client
@@ -139,7 +168,7 @@ bool StreamGeneration(const ServerContext& ctx, GenerationRun& run, const Respon
           SseEvent(ServiceUnavailable("the server is shutting down", "shutting_down").ToJson()));
     } else {
       const Usage usage{static_cast<int64_t>(run.job().prompt.size()),
-                        static_cast<int64_t>(outcome.result.tokens.size())};
+                        static_cast<int64_t>(outcome.result.tokens.size()), run.reused_tokens()};
       if (!WriteEvent(sink, SseEvent(FinishChunk(h, outcome.result.finish_reason,
                                                  KvStatsJson(run.job().kv.policy, outcome.kv))))) {
         return false;
@@ -178,7 +207,7 @@ bool WholeGeneration(const ServerContext& ctx, GenerationRun& run, const Respons
       body = ServiceUnavailable("the server is shutting down", "shutting_down").ToJson();
     } else {
       const Usage usage{static_cast<int64_t>(run.job().prompt.size()),
-                        static_cast<int64_t>(outcome.result.tokens.size())};
+                        static_cast<int64_t>(outcome.result.tokens.size()), run.reused_tokens()};
       body = CompletionBody(h, outcome.result.text, outcome.result.finish_reason, usage,
                             KvStatsJson(run.job().kv.policy, outcome.kv));
     }
@@ -201,19 +230,37 @@ void HandleCompletion(const ServerContext& ctx, Endpoint endpoint, const httplib
   auto prepared = Prepare(ctx, endpoint, req.body);
   if (auto* error = std::get_if<ApiError>(&prepared)) return SendError(res, *error);
   PreparedRequest& request = std::get<PreparedRequest>(prepared);
+  if (request.params.session_id.empty() && req.has_header("X-Session-Id")) {
+    request.params.session_id = req.get_header_value("X-Session-Id");
+    if (!ValidSessionId(request.params.session_id)) {
+      return SendError(res, InvalidRequest("the X-Session-Id header must be 1-128 characters of "
+                                           "letters, digits and . _ : -",
+                                           "session_id", "invalid_value"));
+    }
+  }
   const int64_t prompt_tokens = static_cast<int64_t>(request.prompt.size());
   const KvGeometry geometry = ctx.model->model->kv_geometry(prompt_tokens + request.max_tokens);
+  // The reservation covers the whole conversation (a kept cache holds its earlier turns within
+  // the same budget fraction), so it is the same whether a kept conversation is continued.
   const int64_t reserve =
       KvReservationBytes(request.params.kv, geometry, prompt_tokens, request.max_tokens);
+  GenerationJob job = MakeJob(ctx, request);
+  const bool reuse = request.params.cache_prompt && ctx.sessions != nullptr &&
+                     ctx.sessions->enabled();
+  PinnedConversation pinned(ctx.sessions,
+                            reuse ? ctx.sessions->Find(job.session_id, job.kv_key, job.prompt)
+                                  : std::nullopt);
   auto acquired = ctx.scheduler->Acquire(
-      reserve, DescribeKvRequest(request.params.kv, geometry, prompt_tokens, request.max_tokens));
+      reserve, DescribeKvRequest(request.params.kv, geometry, prompt_tokens, request.max_tokens),
+      pinned.bytes());
   if (auto* error = std::get_if<ApiError>(&acquired)) return SendError(res, *error);
+  job.conversation = pinned.Take();
 
   // Session and prefill before any byte is written, so that a failure still gets its status.
   std::shared_ptr<GenerationRun> run;
   try {
     run = std::make_shared<GenerationRun>(*ctx.model, std::move(std::get<SlotLease>(acquired)),
-                                          MakeJob(ctx, request), *ctx.metrics);
+                                          std::move(job), *ctx.metrics, ctx.sessions);
   } catch (const Error& e) {
     return SendError(res, InternalError(std::string("prefill failed: ") + e.what()));
   } catch (const std::bad_alloc&) {

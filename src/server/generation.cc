@@ -15,23 +15,35 @@ constexpr auto kProgressInterval = std::chrono::milliseconds(100);
 }  // namespace
 
 GenerationRun::GenerationRun(const LoadedModel& model, SlotLease lease, GenerationJob job,
-                             ServerMetrics& metrics)
-    : model_(model), lease_(std::move(lease)), job_(std::move(job)), metrics_(metrics) {
-  QEVICT_CHECK(lease_.valid());
-  metrics_.SlotStarted(lease_.slot(), static_cast<int64_t>(job_.prompt.size()));
+                             ServerMetrics& metrics, SessionStore* store)
+    : model_(model),
+      lease_(std::move(lease)),
+      job_(std::move(job)),
+      metrics_(metrics),
+      store_(store),
+      conversation_(std::move(job_.conversation)) {
+  QEVICT_CHECK(lease_.valid() && job_.n_ctx > 0);
+  const int64_t reusable = conversation_ ? conversation_->ReusableTokens(job_.prompt) : 0;
+  metrics_.SlotStarted(lease_.slot(), static_cast<int64_t>(job_.prompt.size()) - reusable);
   try {
     lease_.Run([this] {
-      SessionOptions options;
-      options.n_ctx = static_cast<int64_t>(job_.prompt.size()) + job_.max_tokens;
-      options.prefill_chunk = job_.kv.ForwardBatch(job_.batch);
-      const KvConfig config = job_.kv;
-      session_ = std::make_unique<Session>(*model_.model, lease_.pool(), options,
-                                           [&config](const KvGeometry& g, const Rope& rope) {
-                                             return CreateKvCache(config, g, rope);
-                                           });
-      session_->BeginRun(static_cast<int64_t>(job_.prompt.size()), job_.max_tokens);
-      logits_ = session_->Prefill(job_.prompt);
-      final_stats_ = session_->cache().Stats();
+      if (conversation_ != nullptr) {
+        conversation_->session().set_pool(lease_.pool());
+      } else {
+        SessionOptions options;
+        options.n_ctx = job_.n_ctx;
+        options.prefill_chunk = job_.kv.ForwardBatch(job_.batch);
+        const KvConfig config = job_.kv;
+        conversation_ = std::make_unique<Conversation>(
+            *model_.model, lease_.pool(), options,
+            [&config](const KvGeometry& g, const Rope& rope) {
+              return CreateKvCache(config, g, rope);
+            });
+      }
+      const TurnStart start = conversation_->Prefill(job_.prompt, job_.max_tokens);
+      logits_ = start.logits;
+      reused_tokens_ = start.reused_tokens;
+      final_stats_ = conversation_->session().cache().Stats();
     });
     metrics_.SlotProgress(lease_.slot(), 0, final_stats_);
   } catch (...) {
@@ -43,32 +55,37 @@ GenerationRun::GenerationRun(const LoadedModel& model, SlotLease lease, Generati
 GenerationRun::~GenerationRun() { Finish(); }
 
 GenerationOutcome GenerationRun::Generate(const std::function<bool(std::string_view)>& on_text) {
-  QEVICT_CHECK(!finished_ && session_ != nullptr);
+  QEVICT_CHECK(!finished_ && conversation_ != nullptr);
+  Session& session = conversation_->session();
   GenerateOptions go;
   go.max_new_tokens = static_cast<int>(job_.max_tokens);
   go.sampling = job_.sampling;
   go.stop = job_.stop;
   auto last_publish = std::chrono::steady_clock::now();
+  const int64_t generated_before = session.timings().generated_tokens;
   go.on_text = [&](std::string_view text) {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_publish >= kProgressInterval) {
       last_publish = now;
       // The first sampled token needs no decode step; every later one took one.
-      metrics_.SlotProgress(lease_.slot(), session_->timings().generated_tokens + 1,
-                            session_->cache().Stats());
+      metrics_.SlotProgress(lease_.slot(),
+                            session.timings().generated_tokens - generated_before + 1,
+                            session.cache().Stats());
     }
     if (lease_.cancelled()) return false;
     return on_text ? on_text(text) : true;
   };
   GenerationOutcome out;
+  const double seconds_before = session.timings().generate_seconds;
   lease_.Run([&] {
-    out.result = qevict::Generate(*session_, *model_.tokenizer, logits_, go);
-    out.kv = session_->cache().Stats();
-    out.timings = session_->timings();
+    out.result = conversation_->Generate(*model_.tokenizer, logits_, go);
+    out.kv = session.cache().Stats();
+    out.timings = session.timings();
   });
   generated_ = static_cast<int64_t>(out.result.tokens.size());
-  decode_seconds_ = out.timings.generate_seconds;
+  decode_seconds_ = out.timings.generate_seconds - seconds_before;
   final_stats_ = out.kv;
+  keepable_ = out.result.finish_reason != "cancelled";
   Finish();
   return out;
 }
@@ -76,9 +93,24 @@ GenerationOutcome GenerationRun::Generate(const std::function<bool(std::string_v
 void GenerationRun::Finish() {
   if (finished_) return;
   finished_ = true;
-  // The cache's memory goes before its reservation does, freed on the thread that allocated it.
-  if (session_ != nullptr) lease_.Run([this] { session_.reset(); });
+  const bool keep = conversation_ != nullptr && keepable_ && job_.keep && store_ != nullptr &&
+                    store_->enabled();
+  // The cache's memory goes (or only the scratch, for a kept conversation) on the thread that
+  // allocated it, before the reservation does.
+  if (conversation_ != nullptr) {
+    lease_.Run([&] {
+      if (keep) {
+        conversation_->session().Trim();
+      } else {
+        conversation_.reset();
+      }
+    });
+  }
   metrics_.SlotFinished(lease_.slot(), generated_, decode_seconds_, final_stats_);
+  if (keep) {
+    lease_.ReleaseWith(
+        [&] { store_->Keep(job_.session_id, job_.kv_key, std::move(conversation_)); });
+  }
   lease_ = SlotLease();
 }
 

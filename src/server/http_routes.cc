@@ -91,7 +91,10 @@ void InstallRoutes(httplib::Server& http, const ServerContext& ctx, const RouteO
   });
   http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
-    res.set_content(ctx.metrics->RenderPrometheus(ctx.scheduler->Snapshot(), ReadMemoryStats()),
+    res.set_content(ctx.metrics->RenderPrometheus(ctx.scheduler->Snapshot(), ReadMemoryStats(),
+                                                  ctx.sessions != nullptr
+                                                      ? ctx.sessions->Snapshot()
+                                                      : SessionStoreSnapshot{}),
                     "text/plain; version=0.0.4");
   });
   http.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {

@@ -100,7 +100,8 @@ void ServerMetrics::SlotFinished(int slot, int64_t generated_tokens, double deco
 }
 
 std::string ServerMetrics::RenderPrometheus(const SchedulerSnapshot& sched,
-                                            const MemoryStats& memory) const {
+                                            const MemoryStats& memory,
+                                            const SessionStoreSnapshot& sessions) const {
   std::lock_guard<std::mutex> lock(mutex_);
   PrometheusWriter w;
   w.Header("qevict_requests_total", "counter", "HTTP responses by route and status code.");
@@ -156,6 +157,28 @@ std::string ServerMetrics::RenderPrometheus(const SchedulerSnapshot& sched,
            "request's cache can hold mapped).", sched.reserved_bytes);
   w.Metric("qevict_kv_memory_limit_bytes", "gauge",
            "--kv-memory-limit (0: no limit beyond the slots).", sched.kv_memory_limit);
+  w.Metric("qevict_sessions_kept", "gauge",
+           "Conversations kept for reuse (docs/server.md, \"Kept sessions\").", sessions.sessions);
+  w.Metric("qevict_sessions_kept_bytes", "gauge",
+           "KV bytes the kept conversations hold from the OS (counted in --kv-memory-limit "
+           "with qevict_kv_reserved_bytes; the two are read in one step).",
+           sched.held_bytes);
+  w.Metric("qevict_session_hits_total", "counter",
+           "Requests that continued a kept conversation.", sessions.hits);
+  w.Metric("qevict_session_misses_total", "counter",
+           "Requests with no kept conversation to continue (prefilled from the start).",
+           sessions.misses);
+  w.Metric("qevict_session_reused_tokens_total", "counter",
+           "Prompt tokens not prefilled again because a kept conversation held them.",
+           sessions.reused_tokens);
+  w.Header("qevict_sessions_dropped_total", "counter",
+           "Kept conversations dropped, by reason (lru: over --max-sessions; ttl: idle longer "
+           "than --session-ttl; memory: room for a request under --kv-memory-limit; diverged: a "
+           "named conversation whose next prompt did not extend it, or that was replaced).");
+  w.Sample("qevict_sessions_dropped_total", sessions.dropped_lru, "reason=\"lru\"");
+  w.Sample("qevict_sessions_dropped_total", sessions.dropped_ttl, "reason=\"ttl\"");
+  w.Sample("qevict_sessions_dropped_total", sessions.dropped_memory, "reason=\"memory\"");
+  w.Sample("qevict_sessions_dropped_total", sessions.dropped_diverged, "reason=\"diverged\"");
   w.Metric("qevict_kv_promotions_total", "counter", "Windows promoted back to fp16.", promotions);
   w.Metric("qevict_kv_demotions_total", "counter", "Windows demoted to the quantized tier.",
            demotions);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "server/session_store.h"
 #include "server/slot_scheduler.h"
 #include "util/memory_stats.h"
 
@@ -33,7 +34,8 @@ class ServerMetrics {
   void SlotFinished(int slot, int64_t generated_tokens, double decode_seconds,
                     const KvStats& stats);
 
-  std::string RenderPrometheus(const SchedulerSnapshot& scheduler, const MemoryStats& memory) const;
+  std::string RenderPrometheus(const SchedulerSnapshot& scheduler, const MemoryStats& memory,
+                               const SessionStoreSnapshot& sessions = {}) const;
 
  private:
   using Clock = std::chrono::steady_clock;

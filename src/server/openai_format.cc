@@ -61,7 +61,8 @@ ResponseHeader NewResponseHeader(Endpoint endpoint, const std::string& model) {
 json UsageJson(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 // The engine's KvStats JSON (the same fields `qevict run --kv-stats --json` prints: the ledger,

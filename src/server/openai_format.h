@@ -24,6 +24,7 @@ struct ResponseHeader {
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens a kept conversation already held (not prefilled)
 };
 
 ResponseHeader NewResponseHeader(Endpoint endpoint, const std::string& model);

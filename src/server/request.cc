@@ -1,5 +1,7 @@
 #include "server/request.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -84,6 +86,18 @@ void RejectUnsupported(const json& body) {
   }
 }
 
+}  // namespace
+
+bool ValidSessionId(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' ||
+           c == '-';
+  });
+}
+
+namespace {
+
 std::vector<std::string> ParseStop(const json& stop) {
   std::vector<std::string> out;
   if (stop.is_string()) {
@@ -156,6 +170,16 @@ GenerationParams ParseGenerationParams(const json& body, const RequestDefaults& 
   }
   const json* kv = OptionalField(body, "kv");
   p.kv = kv != nullptr ? ApplyKvOverrides(*kv, defaults.kv) : defaults.kv;
+  if (const json* v = OptionalField(body, "session_id")) {
+    p.session_id = GetString(*v, "session_id");
+    if (!ValidSessionId(p.session_id)) {
+      Reject("'session_id' must be 1-128 characters of letters, digits and . _ : -",
+             "session_id", "invalid_value");
+    }
+  }
+  if (const json* v = OptionalField(body, "cache_prompt")) {
+    p.cache_prompt = GetBool(*v, "cache_prompt");
+  }
   return p;
 }
 

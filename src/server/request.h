@@ -36,7 +36,15 @@ struct GenerationParams {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   KvConfig kv;                 // defaults with the request's "kv" object applied, validated
+  // Kept sessions (docs/server.md): the conversation this request continues, by name ("" = any
+  // kept conversation whose tokens the prompt extends), and whether to reuse and keep a cache
+  // at all (llama.cpp's cache_prompt).
+  std::string session_id;
+  bool cache_prompt = true;
 };
+
+// A session id from the body or the X-Session-Id header: 1-128 characters of [A-Za-z0-9._:-].
+bool ValidSessionId(std::string_view id);
 
 struct ChatRequest {
   std::vector<ChatMessage> messages;  // roles normalized to system / user / assistant

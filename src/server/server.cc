@@ -50,11 +50,15 @@ void CheckOptions(const ServerOptions& o) {
   if (o.default_max_tokens < 0) throw Error("--default-max-tokens must be >= 0");
   if (o.max_body_bytes < 1024) throw Error("--max-body must be at least 1024 bytes");
   if (o.port < 0 || o.port > 65535) throw Error("--port must be in [0, 65535]");
+  if (o.max_sessions < 0 || o.max_sessions > 4096) {
+    throw Error("--max-sessions must be in [0, 4096]");
+  }
+  if (o.session_ttl_seconds < 1) throw Error("--session-ttl must be >= 1 second");
   o.kv.Validate();
 }
 
-// Each request allocates its session's scratch and cache and frees them at the end, on whichever
-// connection thread served it. glibc would keep those buffers in per-thread arenas (its mmap
+// Each request allocates its session's scratch and cache and frees them at the end (or keeps
+// the cache for the conversation's next request), on its slot's thread. glibc would keep those buffers in per-thread arenas (its mmap
 // threshold rises to the largest size freed), so resident memory would creep up with the number
 // of threads that ever generated; a fixed threshold maps large buffers and returns them at free.
 void ReturnLargeBuffersToTheOs() {
@@ -69,6 +73,7 @@ struct Server::State {
   ServerOptions options;
   LoadedModel model;
   SlotScheduler scheduler;
+  SessionStore sessions;  // after the scheduler: kept sessions go before the slots' pools
   ServerMetrics metrics;
   ServerContext context;
   httplib::Server http;
@@ -77,7 +82,9 @@ struct Server::State {
       : options(o),
         model(LoadedModel::Load(o.model_path)),
         scheduler(MakeSchedulerOptions(o)),
+        sessions(SessionStoreOptions{o.max_sessions, std::chrono::seconds(o.session_ttl_seconds)}),
         metrics(o.slots) {
+    scheduler.set_held_memory(&sessions);
     const int64_t model_ctx = model.model->config().context_length;
     context.model = &model;
     context.model_id = ModelId(o);
@@ -91,6 +98,7 @@ struct Server::State {
     context.batch = o.batch;
     context.scheduler = &scheduler;
     context.metrics = &metrics;
+    context.sessions = &sessions;
   }
 };
 
@@ -134,10 +142,11 @@ void Server::Run() {
   const SchedulerOptions& sched = s.scheduler.options();
   std::fprintf(stderr,
                "qevict serve: model %s on http://%s:%d | %d slot(s) x %d thread(s) | queue %d | "
-               "kv memory limit %lld bytes | default kv policy %s\n",
+               "kv memory limit %lld bytes | default kv policy %s | kept sessions %d, ttl %d s\n",
                s.context.model_id.c_str(), o.host.c_str(), port, sched.slots,
                sched.threads_per_slot, sched.max_queue,
-               static_cast<long long>(sched.kv_memory_limit), o.kv.policy.c_str());
+               static_cast<long long>(sched.kv_memory_limit), o.kv.policy.c_str(), o.max_sessions,
+               o.session_ttl_seconds);
   std::fflush(stderr);
   s.http.listen_after_bind();
 }

@@ -29,6 +29,8 @@ struct ServerOptions {
   int batch = 256;
   int64_t default_max_tokens = 0;
   size_t max_body_bytes = size_t{8} << 20;
+  int max_sessions = 16;           // kept conversations (0: no reuse)
+  int session_ttl_seconds = 600;   // idle kept conversations are dropped after this
   KvConfig kv;  // defaults for requests, validated
   bool log_requests = false;
 };

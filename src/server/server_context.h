@@ -8,6 +8,7 @@
 #include "engine/loaded_model.h"
 #include "server/metrics.h"
 #include "server/request.h"
+#include "server/session_store.h"
 #include "server/slot_scheduler.h"
 
 namespace qevict::server {
@@ -21,6 +22,7 @@ struct ServerContext {
   int batch = 256;                 // prompt tokens per forward pass
   SlotScheduler* scheduler = nullptr;
   ServerMetrics* metrics = nullptr;
+  SessionStore* sessions = nullptr;  // kept conversations (nullptr: none)
 };
 
 }  // namespace qevict::server

@@ -37,6 +37,13 @@ void SlotLease::Run(const std::function<void()>& task) const {
 
 bool SlotLease::cancelled() const { return scheduler_->shutting_down(); }
 
+void SlotLease::ReleaseWith(const std::function<void()>& handover) {
+  if (scheduler_ != nullptr) {
+    scheduler_->Release(slot_, bytes_, handover);
+    scheduler_ = nullptr;
+  }
+}
+
 SlotScheduler::SlotScheduler(const SchedulerOptions& options)
     : options_(options), busy_(static_cast<size_t>(std::max(1, options.slots)), false) {
   options_.slots = std::max(1, options_.slots);
@@ -56,13 +63,27 @@ int SlotScheduler::FreeSlot() const {
   return -1;
 }
 
-bool SlotScheduler::CanStart(uint64_t ticket, int64_t kv_bytes) const {
+bool SlotScheduler::FitsMemory(int64_t kv_bytes, int64_t credit, bool reclaim) {
+  if (options_.kv_memory_limit <= 0) return true;
+  const int64_t held = held_ != nullptr ? held_->held_bytes() - credit : 0;
+  const int64_t excess = reserved_bytes_ + held + kv_bytes - options_.kv_memory_limit;
+  if (excess <= 0) return true;
+  // Kept conversations give way to a request that can run once they are gone (not to one that
+  // would still wait for running requests).
+  if (!reclaim || held_ == nullptr || reserved_bytes_ + kv_bytes > options_.kv_memory_limit) {
+    return false;
+  }
+  return held_->Release(excess) >= excess;
+}
+
+bool SlotScheduler::CanStart(uint64_t ticket, int64_t kv_bytes, int64_t credit) {
   if (queue_.empty() || queue_.front() != ticket || FreeSlot() < 0) return false;
-  return options_.kv_memory_limit <= 0 || reserved_bytes_ + kv_bytes <= options_.kv_memory_limit;
+  return FitsMemory(kv_bytes, credit, /*reclaim=*/true);
 }
 
 std::variant<SlotLease, ApiError> SlotScheduler::Acquire(int64_t kv_bytes,
-                                                         const std::string& what) {
+                                                         const std::string& what,
+                                                         int64_t credit) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (shutting_down_) {
     return ServiceUnavailable("the server is shutting down", "shutting_down");
@@ -77,8 +98,7 @@ std::variant<SlotLease, ApiError> SlotScheduler::Acquire(int64_t kv_bytes,
   }
   // Requests that can start now do not count against the queue length.
   const bool must_wait =
-      !queue_.empty() || FreeSlot() < 0 ||
-      (options_.kv_memory_limit > 0 && reserved_bytes_ + kv_bytes > options_.kv_memory_limit);
+      !queue_.empty() || FreeSlot() < 0 || !FitsMemory(kv_bytes, credit, /*reclaim=*/true);
   if (must_wait && static_cast<int>(queue_.size()) >= options_.max_queue) {
     return ServiceUnavailable("the server is busy: all " + std::to_string(options_.slots) +
                                   " slots are in use and the queue of " +
@@ -89,7 +109,8 @@ std::variant<SlotLease, ApiError> SlotScheduler::Acquire(int64_t kv_bytes,
   const uint64_t ticket = next_ticket_++;
   queue_.push_back(ticket);
   const bool admitted = changed_.wait_for(
-      lock, options_.queue_timeout, [&] { return shutting_down_ || CanStart(ticket, kv_bytes); });
+      lock, options_.queue_timeout,
+      [&] { return shutting_down_ || CanStart(ticket, kv_bytes, credit); });
   if (!admitted || shutting_down_) {
     queue_.erase(std::find(queue_.begin(), queue_.end(), ticket));
     changed_.notify_all();  // the next in line may be able to start now
@@ -109,9 +130,10 @@ std::variant<SlotLease, ApiError> SlotScheduler::Acquire(int64_t kv_bytes,
   return SlotLease(this, slot, kv_bytes);
 }
 
-void SlotScheduler::Release(int slot, int64_t bytes) {
+void SlotScheduler::Release(int slot, int64_t bytes, const std::function<void()>& handover) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (handover) handover();
     busy_[slot] = false;
     reserved_bytes_ -= bytes;
   }
@@ -138,6 +160,7 @@ SchedulerSnapshot SlotScheduler::Snapshot() const {
   s.active = static_cast<int>(std::count(busy_.begin(), busy_.end(), true));
   s.queued = static_cast<int>(queue_.size());
   s.reserved_bytes = reserved_bytes_;
+  s.held_bytes = held_ != nullptr ? held_->held_bytes() : 0;
   s.kv_memory_limit = options_.kv_memory_limit;
   return s;
 }

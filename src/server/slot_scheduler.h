@@ -24,6 +24,18 @@
 
 namespace qevict::server {
 
+// Memory held outside running requests that counts against --kv-memory-limit and can be given
+// back on demand: the server's kept conversations (server/session_store.h). Called with the
+// scheduler's lock held; must not call back into the scheduler.
+class HeldMemory {
+ public:
+  virtual ~HeldMemory() = default;
+  virtual int64_t held_bytes() const = 0;
+  // Frees held memory until at least `bytes` are freed or nothing more can be; returns the
+  // bytes freed.
+  virtual int64_t Release(int64_t bytes) = 0;
+};
+
 struct SchedulerOptions {
   int slots = 1;
   int threads_per_slot = 1;
@@ -36,7 +48,8 @@ struct SchedulerSnapshot {
   int slots = 0;
   int active = 0;
   int queued = 0;
-  int64_t reserved_bytes = 0;
+  int64_t reserved_bytes = 0;  // running requests' reservations
+  int64_t held_bytes = 0;      // kept conversations (HeldMemory)
   int64_t kv_memory_limit = 0;
 };
 
@@ -60,6 +73,10 @@ class SlotLease {
   void Run(const std::function<void()>& task) const;
   // True once the server is shutting down: generation should stop.
   bool cancelled() const;
+  // Releases the lease after running `handover` under the scheduler's lock, so that memory
+  // handed to the HeldMemory (a kept conversation) and the reservation it leaves change in one
+  // step: no admission decision or snapshot sees both, or neither.
+  void ReleaseWith(const std::function<void()>& handover);
 
  private:
   friend class SlotScheduler;
@@ -78,8 +95,14 @@ class SlotScheduler {
   ~SlotScheduler();
 
   // Blocks until the request may run, or returns why it may not. `what` describes the request
-  // for the too-large message (see DescribeKvRequest).
-  std::variant<SlotLease, ApiError> Acquire(int64_t kv_bytes, const std::string& what);
+  // for the too-large message (see DescribeKvRequest). Held memory is reclaimed when the
+  // request would otherwise wait for KV memory; `credit` bytes of it are the request's own (the
+  // kept conversation it continues, which its reservation covers once it runs).
+  std::variant<SlotLease, ApiError> Acquire(int64_t kv_bytes, const std::string& what,
+                                            int64_t credit = 0);
+
+  // Memory outside the leases that counts against the limit (set once, before any Acquire).
+  void set_held_memory(HeldMemory* held) { held_ = held; }
 
   // Wakes every waiter with 503 and refuses new requests; leases already held stay valid.
   void Shutdown();
@@ -90,8 +113,9 @@ class SlotScheduler {
 
  private:
   friend class SlotLease;
-  void Release(int slot, int64_t bytes);
-  bool CanStart(uint64_t ticket, int64_t kv_bytes) const;  // with mutex_ held
+  void Release(int slot, int64_t bytes, const std::function<void()>& handover = nullptr);
+  bool CanStart(uint64_t ticket, int64_t kv_bytes, int64_t credit);  // with mutex_ held
+  bool FitsMemory(int64_t kv_bytes, int64_t credit, bool reclaim);   // with mutex_ held
   int FreeSlot() const;                                    // with mutex_ held
 
   SchedulerOptions options_;
@@ -102,6 +126,7 @@ class SlotScheduler {
   std::deque<uint64_t> queue_;  // tickets of waiting requests, oldest first
   uint64_t next_ticket_ = 0;
   int64_t reserved_bytes_ = 0;
+  HeldMemory* held_ = nullptr;
   bool shutting_down_ = false;
 };
 

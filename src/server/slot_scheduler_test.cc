@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 #include <variant>
+#include <vector>
 
 namespace qevict::server {
 namespace {
@@ -124,6 +125,80 @@ TEST(SlotSchedulerTest, TimeoutAndShutdownAre503) {
   auto refused = s.Acquire(1, "test");
   ASSERT_TRUE(std::holds_alternative<ApiError>(refused));
   EXPECT_EQ(std::get<ApiError>(refused).code, "shutting_down");
+}
+
+// Kept memory as the session store holds it: idle blocks that can be dropped, one pinned.
+class FakeHeld : public HeldMemory {
+ public:
+  std::vector<int64_t> idle;  // dropped front first
+  int64_t pinned = 0;
+  int64_t held_bytes() const override {
+    int64_t sum = pinned;
+    for (int64_t b : idle) sum += b;
+    return sum;
+  }
+  int64_t Release(int64_t bytes) override {
+    int64_t freed = 0;
+    while (freed < bytes && !idle.empty()) {
+      freed += idle.front();
+      idle.erase(idle.begin());
+    }
+    return freed;
+  }
+};
+
+TEST(SlotSchedulerTest, KeptMemoryMakesRoomForARequestThatCanRun) {
+  SlotScheduler s(Options(2, 1000, 4));
+  FakeHeld held;
+  held.idle = {300, 300, 300};
+  s.set_held_memory(&held);
+  EXPECT_EQ(s.Snapshot().held_bytes, 900);
+  SlotLease a = MustAcquire(s, 500);  // 900 + 500 > 1000: the two oldest go
+  EXPECT_EQ(held.idle.size(), 1u);
+  EXPECT_EQ(s.Snapshot().reserved_bytes + s.Snapshot().held_bytes, 800);
+  // A request that would still wait for the running one does not drop kept memory.
+  std::atomic<bool> started{false};
+  std::thread t([&] {
+    SlotLease b = MustAcquire(s, 600);
+    started = true;
+  });
+  WaitForQueue(s, 1);
+  EXPECT_EQ(held.idle.size(), 1u);
+  EXPECT_FALSE(started);
+  a = SlotLease();  // now it runs, beside the last kept block (300 + 600 fit): nothing dropped
+  t.join();
+  EXPECT_TRUE(started);
+  EXPECT_EQ(held.idle.size(), 1u);
+}
+
+TEST(SlotSchedulerTest, ARequestsOwnKeptConversationIsCreditedNotDropped) {
+  SlotScheduler s(Options(1, 1000, 4));
+  FakeHeld held;
+  held.pinned = 400;  // the conversation this request continues
+  held.idle = {400};
+  s.set_held_memory(&held);
+  // Without the credit, 400 + 700 > 1000 even with the idle 400 gone: it would wait forever.
+  // With it, the pinned 400 is the request's own (its reservation covers it): the idle 400 go.
+  auto r = s.Acquire(700, "test", /*credit=*/400);
+  ASSERT_TRUE(std::holds_alternative<SlotLease>(r));
+  EXPECT_TRUE(held.idle.empty());
+  EXPECT_EQ(held.pinned, 400);
+}
+
+TEST(SlotSchedulerTest, HandoverAndReleaseAreOneStep) {
+  SlotScheduler s(Options(1, 1000, 4));
+  FakeHeld held;
+  s.set_held_memory(&held);
+  SlotLease a = MustAcquire(s, 800);
+  int64_t seen_during_handover = -1;
+  a.ReleaseWith([&] {
+    held.idle.push_back(300);
+    seen_during_handover = 1;
+  });
+  EXPECT_EQ(seen_during_handover, 1);
+  EXPECT_FALSE(a.valid());
+  EXPECT_EQ(s.Snapshot().reserved_bytes, 0);
+  EXPECT_EQ(s.Snapshot().held_bytes, 300);
 }
 
 }  // namespace

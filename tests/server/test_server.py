@@ -505,7 +505,7 @@ def test_20_routed_requests_do_not_grow_rss(srv, args):
                          for j in range(60))
         status, body = srv.post("/v1/chat/completions", {
             "messages": [{"role": "user", "content": facts + " What does locker 7 hold?"}],
-            "max_tokens": 8, "temperature": 0,
+            "max_tokens": 8, "temperature": 0, "cache_prompt": False,  # nothing kept: no growth
             "kv": {"policy": policies[i % len(policies)], "budget": 0.1}})
         assert status == 200, body
         kv = body["kv"]
@@ -520,6 +520,226 @@ def test_20_routed_requests_do_not_grow_rss(srv, args):
     else:
         print("    VmRSS after requests 5, 10, 15, 20: %s kB" % [rss[k] for k in (4, 9, 14, 19)])
         assert rss[19] <= rss[4] + 4096, "resident memory grew from %d to %d kB" % (rss[4], rss[19])
+
+
+# ---- kept sessions: conversations that continue from their compressed cache --------------------
+
+def parcel_document(offset=0, chars=3000):
+    """Facts about parcels on shelves (~1100 tokens at 3000 characters)."""
+    text, i = "", 0
+    while len(text) < chars:
+        text += "Entry %d: the parcel marked %d was stored on shelf %d. " % (
+            i, 500 + 41 * i + offset, (i + offset) % 7)
+        i += 1
+    return text
+
+
+QUESTIONS = ["Which shelf holds the parcel marked 664?",
+             "And which shelf holds the parcel marked 1033?",
+             "What was stored on shelf 0 first?"]
+KV_SESSION = {"policy": "qevict", "budget": 0.1}
+
+
+def converse(srv, document, questions, max_tokens=24, session_id=None, kv=KV_SESSION,
+             cache_prompt=True):
+    """One conversation, a request per question; returns [(answer, usage)]."""
+    messages, out = [], []
+    for k, question in enumerate(questions):
+        content = document + "\n\n" + question if k == 0 else question
+        messages.append({"role": "user", "content": content})
+        payload = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "kv": kv,
+                   "cache_prompt": cache_prompt}
+        if session_id is not None:
+            payload["session_id"] = session_id
+        status, body = srv.post("/v1/chat/completions", payload)
+        assert status == 200, body
+        answer = body["choices"][0]["message"]["content"]
+        messages.append({"role": "assistant", "content": answer})
+        out.append((answer, body["usage"]))
+    return out
+
+
+def test_sessions_continue_like_one_process(srv, args):
+    """Three turns over one document: every later request reuses everything the previous one
+    left in the cache (its prompt and its answer), and the answers are those of `qevict chat`,
+    one process that never stopped."""
+    before = srv.metrics()
+    turns = converse(srv, parcel_document(), QUESTIONS)
+    for k in range(1, len(turns)):
+        prev, usage = turns[k - 1][1], turns[k][1]
+        cached = usage["prompt_tokens_details"]["cached_tokens"]
+        assert cached >= prev["prompt_tokens"] + prev["completion_tokens"] - 1, (k, prev, usage)
+        assert cached >= 0.8 * prev["prompt_tokens"], (k, prev, usage)
+    assert turns[0][1]["prompt_tokens_details"]["cached_tokens"] == 0, turns[0]
+    m = srv.metrics()
+    assert m["qevict_session_hits_total"] - before["qevict_session_hits_total"] == 2, m
+    reused = sum(u["prompt_tokens_details"]["cached_tokens"] for _, u in turns)
+    assert (m["qevict_session_reused_tokens_total"] -
+            before["qevict_session_reused_tokens_total"]) == reused, m
+    assert m["qevict_sessions_kept"] >= 1 and m["qevict_sessions_kept_bytes"] > 0, m
+
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as doc:
+        doc.write(parcel_document())
+    try:
+        # The server's slots compute on one thread each (-t 2 over 2 slots): so does the reference.
+        chat = subprocess.run(
+            [args.binary, "chat", "-m", args.model, "-f", doc.name, "--temp", "0", "-n", "24",
+             "-t", "1", "--kv-policy", KV_SESSION["policy"], "--kv-budget",
+             str(KV_SESSION["budget"])],
+            input="\n".join(QUESTIONS) + "\n", capture_output=True, text=True, timeout=900)
+    finally:
+        os.unlink(doc.name)
+    assert chat.returncode == 0, chat.stderr[-2000:]
+    assert chat.stdout == "".join(answer + "\n" for answer, _ in turns), (chat.stdout, turns)
+    status = re.findall(r"\[turn (\d+)\] prompt (\d+) tokens \((\d+) reused", chat.stderr)
+    assert [int(t[1]) for t in status] == [u["prompt_tokens"] for _, u in turns], chat.stderr
+    assert [int(t[2]) for t in status] == [u["prompt_tokens_details"]["cached_tokens"]
+                                           for _, u in turns], chat.stderr
+
+
+def test_sessions_divergent_history_never_reuses(srv, args):
+    document = parcel_document(offset=3)
+    first = converse(srv, document, QUESTIONS[:1])
+    answer = first[0][0]
+    edited_doc = document.replace("shelf 4.", "shelf 5.", 1)
+    assert edited_doc != document
+    variants = {
+        "edited document": [{"role": "user", "content": edited_doc + "\n\n" + QUESTIONS[0]},
+                            {"role": "assistant", "content": answer},
+                            {"role": "user", "content": QUESTIONS[1]}],
+        "edited answer": [{"role": "user", "content": document + "\n\n" + QUESTIONS[0]},
+                          {"role": "assistant", "content": "Honestly, " + answer},
+                          {"role": "user", "content": QUESTIONS[1]}],
+    }
+    for name, messages in variants.items():
+        payload = {"messages": messages, "max_tokens": 16, "temperature": 0, "kv": KV_SESSION}
+        status, reused = srv.post("/v1/chat/completions", payload)
+        assert status == 200, reused
+        assert reused["usage"]["prompt_tokens_details"]["cached_tokens"] == 0, (name, reused)
+        status, fresh = srv.post("/v1/chat/completions", dict(payload, cache_prompt=False))
+        assert status == 200, fresh
+        assert (reused["choices"][0]["message"]["content"] ==
+                fresh["choices"][0]["message"]["content"]), name
+    # (An answer with text appended is not a divergence: the kept tokens still prefix the prompt.)
+    # A named conversation that diverges is dropped, and the request starts afresh.
+    before = srv.metrics()
+    converse(srv, document, QUESTIONS[:1], session_id="divergent-1")
+    status, body = srv.post("/v1/chat/completions", {
+        "messages": variants["edited answer"], "max_tokens": 8, "temperature": 0,
+        "kv": KV_SESSION, "session_id": "divergent-1"})
+    assert status == 200, body
+    assert body["usage"]["prompt_tokens_details"]["cached_tokens"] == 0, body
+    after = srv.metrics()
+    assert (after['qevict_sessions_dropped_total{reason="diverged"}'] >
+            before['qevict_sessions_dropped_total{reason="diverged"}']), after
+    # The same conversation under another kv budget is another cache: never reused.
+    status, body = srv.post("/v1/chat/completions", {
+        "messages": [{"role": "user", "content": document + "\n\n" + QUESTIONS[0]},
+                     {"role": "assistant", "content": answer},
+                     {"role": "user", "content": QUESTIONS[1]}],
+        "max_tokens": 8, "temperature": 0, "kv": {"policy": "qevict", "budget": 0.2}})
+    assert status == 200, body
+    assert body["usage"]["prompt_tokens_details"]["cached_tokens"] == 0, body
+
+
+def test_sessions_concurrent_conversations_are_isolated(srv, args):
+    """Two named conversations on two documents, run one after the other, then at the same time
+    on the two slots: the same answers and the same reuse either way."""
+    docs = {"a": parcel_document(offset=5, chars=1500), "b": parcel_document(offset=11, chars=1500)}
+    alone = {k: converse(srv, d, QUESTIONS[:2], max_tokens=16, session_id="alone-" + k)
+             for k, d in docs.items()}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {k: pool.submit(converse, srv, d, QUESTIONS[:2], 16, "together-" + k)
+                   for k, d in docs.items()}
+        together = {k: f.result(timeout=600) for k, f in futures.items()}
+    for k in docs:
+        assert [a for a, _ in together[k]] == [a for a, _ in alone[k]], (k, together[k], alone[k])
+        assert ([u["prompt_tokens_details"]["cached_tokens"] for _, u in together[k]] ==
+                [u["prompt_tokens_details"]["cached_tokens"] for _, u in alone[k]]), k
+        assert together[k][1][1]["prompt_tokens_details"]["cached_tokens"] > 0, together[k]
+
+
+def test_sessions_50_come_and_go_under_the_memory_limit(args):
+    """50 two-turn conversations from two clients on a server whose KV memory limit holds only a
+    few kept conversations: kept and running bytes stay under the limit in every scrape, least
+    recently used conversations make room, and resident memory stays bounded."""
+    limit = 40 * 2**20  # two running requests reserve ~13 MB each: room for a few kept ones
+    srv = ServerProcess(args.binary, args.model, "--slots", "2", "-t", "2", "--queue", "8",
+                        "--kv-memory-limit", str(limit), "--max-sessions", "64")
+    samples = []
+    stop = threading.Event()
+
+    def scrape():
+        while not stop.is_set():
+            m = srv.metrics()
+            samples.append(m["qevict_kv_reserved_bytes"] + m["qevict_sessions_kept_bytes"])
+            time.sleep(0.02)
+    try:
+        # The weights are paged in by a first request; memory is counted from there.
+        converse(srv, parcel_document(offset=99, chars=1200), QUESTIONS[:1], max_tokens=8,
+                 cache_prompt=False)
+        rss_start = srv.memory_kb("VmRSS")
+        scraper = threading.Thread(target=scrape)
+        scraper.start()
+
+        def conversation(i):
+            return converse(srv, parcel_document(offset=i, chars=1200), QUESTIONS[:2],
+                            max_tokens=8)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(conversation, range(50)))
+        stop.set()
+        scraper.join()
+        hits = sum(1 for turns in results
+                   if turns[1][1]["prompt_tokens_details"]["cached_tokens"] > 0)
+        m = srv.metrics()
+        assert len(samples) > 20, len(samples)
+        assert max(samples) <= limit, (max(samples), limit)
+        assert m['qevict_sessions_dropped_total{reason="memory"}'] > 0, m
+        assert m["qevict_sessions_kept_bytes"] <= limit, m
+        assert hits >= 40, "only %d of 50 second turns continued their conversation" % hits
+        rss_end = srv.memory_kb("VmRSS")
+        print("    %d of 50 second turns reused; peak kept+reserved %.1f MiB of %.1f; VmRSS %d -> "
+              "%d kB" % (hits, max(samples) / 2**20, limit / 2**20, rss_start, rss_end))
+        if not args.sanitized:
+            assert rss_end <= rss_start + limit // 1024 + 32 * 1024, (rss_start, rss_end)
+    finally:
+        stop.set()
+        rc = srv.stop()
+    assert rc == 0, "server exit code %d: %s" % (rc, srv.stderr()[-2000:])
+    srv.remove_log()
+
+
+def test_sessions_bounded_by_count_and_ttl(args):
+    """--max-sessions drops the least recently used conversation; --session-ttl the idle ones."""
+    srv = ServerProcess(args.binary, args.model, "--slots", "1", "-t", "2",
+                        "--max-sessions", "2", "--session-ttl", "5")
+    try:
+        docs = [parcel_document(offset=40 + i, chars=600) for i in range(3)]
+        firsts = [converse(srv, d, QUESTIONS[:1], max_tokens=8) for d in docs]
+        m = srv.metrics()
+        assert m["qevict_sessions_kept"] == 2, m
+        # (Under a slow build the first may have expired instead of being pushed out.)
+        assert (m['qevict_sessions_dropped_total{reason="lru"}'] +
+                m['qevict_sessions_dropped_total{reason="ttl"}']) == 1, m
+
+        def second_turn(i):
+            messages = [{"role": "user", "content": docs[i] + "\n\n" + QUESTIONS[0]},
+                        {"role": "assistant", "content": firsts[i][0][0]},
+                        {"role": "user", "content": QUESTIONS[1]}]
+            status, body = srv.post("/v1/chat/completions", {
+                "messages": messages, "max_tokens": 4, "temperature": 0, "kv": KV_SESSION})
+            assert status == 200, body
+            return body["usage"]["prompt_tokens_details"]["cached_tokens"]
+        assert second_turn(0) == 0  # the oldest was dropped
+        assert second_turn(2) > 0   # the newest is kept
+        time.sleep(6)
+        assert second_turn(1) == 0  # idle past the ttl
+        m = srv.metrics()
+        assert m['qevict_sessions_dropped_total{reason="ttl"}'] >= 1, m
+    finally:
+        rc = srv.stop()
+    assert rc == 0, "server exit code %d: %s" % (rc, srv.stderr()[-2000:])
+    srv.remove_log()
 
 
 # ---- admission control on a server with a small KV memory limit -------------------------------
@@ -600,8 +820,11 @@ def main():
                test_client_disconnect_mid_stream,
                test_client_disconnect_while_waiting_for_a_whole_response,
                test_load_8_streaming_clients, test_20_routed_requests_do_not_grow_rss,
-               test_metrics]
-    standalone = [test_admission_control]
+               test_sessions_continue_like_one_process,
+               test_sessions_divergent_history_never_reuses,
+               test_sessions_concurrent_conversations_are_isolated, test_metrics]
+    standalone = [test_admission_control, test_sessions_bounded_by_count_and_ttl,
+                  test_sessions_50_come_and_go_under_the_memory_limit]
     passed = failed = 0
     t0 = time.time()
 

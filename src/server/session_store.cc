@@ -1,0 +1,153 @@
+#include "server/session_store.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace qevict::server {
+
+std::string KvReuseKey(const KvConfig& c) {
+  std::ostringstream key;
+  key.precision(17);
+  key << c.policy << '|' << c.budget << '|' << c.budget_bytes << '|' << c.window << '|'
+      << c.sinks << '|' << c.recent << '|' << c.bits << '|' << c.value_group << '|'
+      << c.route_every << '|' << c.q_share << '|' << c.prefill_q_share << '|' << c.hysteresis
+      << '|' << c.prefill_chunk << '|' << static_cast<int>(c.score) << '|' << c.score_decay
+      << '|' << static_cast<int>(c.recovery) << '|' << c.query_kernel << '|'
+      << c.cold_store_dir << '|' << c.snapkv_window << '|' << c.snapkv_kernel << '|'
+      << c.pyramid_beta << '|' << c.h2o_recent_share << '|' << c.kivi_group;
+  return key.str();
+}
+
+SessionStore::SessionStore(const SessionStoreOptions& options) : options_(options) {}
+
+SessionStore::~SessionStore() = default;
+
+void SessionStore::DropLocked(List::iterator it, int64_t& counter) {
+  bytes_ -= it->bytes;
+  ++counter;
+  entries_.erase(it);
+}
+
+void SessionStore::ExpireLocked(Clock::time_point now) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    auto next = std::next(it);
+    if (!it->pinned && now - it->last_used > options_.ttl) DropLocked(it, counters_.dropped_ttl);
+    it = next;
+  }
+}
+
+std::optional<SessionStore::Found> SessionStore::Find(const std::string& name,
+                                                      const std::string& kv_key,
+                                                      std::span<const int32_t> prompt) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ExpireLocked(Clock::now());
+  auto best = entries_.end();
+  int64_t best_tokens = 0;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->pinned || it->name != name) continue;
+    const int64_t n = it->kv_key == kv_key ? it->conversation->ReusableTokens(prompt) : 0;
+    if (!name.empty()) {  // the named conversation: this one or none
+      if (n == 0) DropLocked(it, counters_.dropped_diverged);
+      best = n > 0 ? it : entries_.end();
+      best_tokens = n;
+      break;
+    }
+    if (n > best_tokens) {
+      best = it;
+      best_tokens = n;
+    }
+  }
+  if (best == entries_.end()) {
+    ++counters_.misses;
+    return std::nullopt;
+  }
+  ++counters_.hits;
+  best->pinned = true;
+  return Found{best->id, best_tokens, best->bytes};
+}
+
+std::unique_ptr<Conversation> SessionStore::Take(uint64_t id, int64_t reused_tokens) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->id != id) continue;
+    std::unique_ptr<Conversation> out = std::move(it->conversation);
+    bytes_ -= it->bytes;
+    entries_.erase(it);
+    counters_.reused_tokens += reused_tokens;
+    return out;
+  }
+  return nullptr;
+}
+
+void SessionStore::Unpin(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Entry& e : entries_) {
+    if (e.id == id) e.pinned = false;
+  }
+}
+
+void SessionStore::Keep(const std::string& name, const std::string& kv_key,
+                        std::unique_ptr<Conversation> conversation) {
+  if (!enabled() || conversation == nullptr || conversation->tokens().empty()) return;
+  conversation->session().Trim();
+  const int64_t bytes = conversation->session().cache().Stats().reserved_bytes;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = Clock::now();
+  ExpireLocked(now);
+  if (!name.empty()) {  // a newer state of the named conversation replaces the old one
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->name == name && !it->pinned) {
+        DropLocked(it, counters_.dropped_diverged);
+        break;
+      }
+    }
+  }
+  Entry e;
+  e.id = next_id_++;
+  e.name = name;
+  e.kv_key = kv_key;
+  e.conversation = std::move(conversation);
+  e.bytes = bytes;
+  e.last_used = now;
+  bytes_ += bytes;
+  entries_.push_back(std::move(e));
+  // Beyond max_sessions: the least recently used idle ones go (pinned ones are waited for).
+  int64_t idle_excess = static_cast<int64_t>(entries_.size()) - options_.max_sessions;
+  for (auto it = entries_.begin(); it != entries_.end() && idle_excess > 0;) {
+    auto next = std::next(it);
+    if (!it->pinned) {
+      DropLocked(it, counters_.dropped_lru);
+      --idle_excess;
+    }
+    it = next;
+  }
+}
+
+int64_t SessionStore::held_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_;
+}
+
+int64_t SessionStore::Release(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t freed = 0;
+  for (auto it = entries_.begin(); it != entries_.end() && freed < bytes;) {
+    auto next = std::next(it);
+    if (!it->pinned) {
+      freed += it->bytes;
+      DropLocked(it, counters_.dropped_memory);
+    }
+    it = next;
+  }
+  return freed;
+}
+
+SessionStoreSnapshot SessionStore::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  SessionStoreSnapshot s = counters_;
+  s.sessions = static_cast<int64_t>(entries_.size());
+  s.bytes = bytes_;
+  return s;
+}
+
+}  // namespace qevict::server

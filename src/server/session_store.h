@@ -1,0 +1,103 @@
+// Conversations kept between requests (docs/server.md, "Kept sessions"). After a request, its
+// Conversation -- the compressed cache with its tiers and scores, and the exact tokens it holds
+// -- is kept here; a later request whose rendered prompt extends those tokens under the same kv
+// settings continues from it and prefills only the new tokens. A request may also name its
+// conversation (`session_id`): then only that one is considered, and it is replaced by the
+// request's own when the prompt diverges from it.
+//
+// Memory: a kept conversation holds its cache's reserved bytes (KvStats::reserved_bytes). They
+// count against --kv-memory-limit beside the running requests' reservations: the scheduler asks
+// Reclaim for bytes before a request waits, and least recently used conversations go first.
+// One a waiting request has found is pinned until it is taken or let go, and one in use is not
+// here at all, so neither can be dropped. --max-sessions and --session-ttl bound the rest.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "engine/conversation.h"
+#include "kv/kv_config.h"
+#include "server/slot_scheduler.h"
+
+namespace qevict::server {
+
+struct SessionStoreOptions {
+  int max_sessions = 16;  // kept conversations at most (0: none are kept)
+  std::chrono::seconds ttl{std::chrono::minutes(10)};  // idle longer: dropped
+};
+
+struct SessionStoreSnapshot {
+  int64_t sessions = 0;  // kept now (idle and pinned)
+  int64_t bytes = 0;     // their reserved bytes
+  int64_t hits = 0, misses = 0, reused_tokens = 0;
+  int64_t dropped_lru = 0, dropped_ttl = 0, dropped_memory = 0, dropped_diverged = 0;
+};
+
+class SessionStore : public HeldMemory {
+ public:
+  explicit SessionStore(const SessionStoreOptions& options);
+  ~SessionStore() override;
+
+  bool enabled() const { return options_.max_sessions > 0; }
+
+  struct Found {
+    uint64_t id = 0;
+    int64_t reusable_tokens = 0;
+    int64_t bytes = 0;  // the conversation's reserved bytes (counted here until taken)
+  };
+  // The kept conversation `prompt` continues under kv_key: the named one when `name` is set
+  // (dropped if the prompt diverges from it), else the unnamed one with the longest reusable
+  // prefix. It is pinned (not dropped) until Take or Unpin. Counts a hit or a miss.
+  std::optional<Found> Find(const std::string& name, const std::string& kv_key,
+                            std::span<const int32_t> prompt);
+  // Removes a pinned conversation and hands it over; its bytes leave this store's count (the
+  // request's lease covers them from now on). nullptr if it is gone (never, while pinned).
+  std::unique_ptr<Conversation> Take(uint64_t id, int64_t reused_tokens);
+  void Unpin(uint64_t id);
+
+  // Keeps a conversation after its request (replacing one of the same name), then drops least
+  // recently used idle ones beyond max_sessions. The conversation's scratch is freed.
+  void Keep(const std::string& name, const std::string& kv_key,
+            std::unique_ptr<Conversation> conversation);
+
+  // HeldMemory (called by the scheduler under its lock): kept bytes, and dropping idle
+  // conversations, least recently used first, until `bytes` are freed.
+  int64_t held_bytes() const override;
+  int64_t Release(int64_t bytes) override;
+
+  SessionStoreSnapshot Snapshot() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Entry {
+    uint64_t id = 0;
+    std::string name;
+    std::string kv_key;
+    std::unique_ptr<Conversation> conversation;
+    int64_t bytes = 0;
+    Clock::time_point last_used;
+    bool pinned = false;
+  };
+  using List = std::list<Entry>;  // least recently used first
+
+  void ExpireLocked(Clock::time_point now);  // with mutex_ held
+  void DropLocked(List::iterator it, int64_t& counter);
+
+  SessionStoreOptions options_;
+  mutable std::mutex mutex_;
+  List entries_;
+  uint64_t next_id_ = 1;
+  int64_t bytes_ = 0;
+  SessionStoreSnapshot counters_;
+};
+
+// What must match for a kept cache to be reused: every kv setting that shapes the cache.
+std::string KvReuseKey(const KvConfig& config);
+
+}  // namespace qevict::server

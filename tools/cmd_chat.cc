@@ -1,0 +1,157 @@
+// `qevict chat`: an interactive multi-turn chat over an optional document, in the model's chat
+// template. Each turn continues the same compressed cache (engine/conversation.h): only the new
+// message is prefilled, and windows archived while earlier questions were answered can be
+// promoted back when a later one needs them. Answers stream to stdout; after each, one status
+// line on stderr (tokens, KV bytes: ledger, reserved, full-cache equivalent; promotions; RSS).
+// Reads one user turn per line from stdin, so a pipe can drive it; "/exit" or end of input ends.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "engine/conversation.h"
+#include "engine/loaded_model.h"
+#include "tools/commands.h"
+#include "tools/generation_flags.h"
+#include "tools/kv_flags.h"
+#include "util/error.h"
+#include "util/memory_stats.h"
+
+namespace qevict::cli {
+namespace {
+
+struct ChatFlags {
+  std::string model;
+  std::string document;
+  std::string system;
+  int n_predict = 512;
+  SamplingFlags sampling;
+  int threads = 0;
+  int64_t ctx = 0;
+  int batch = 256;
+  KvFlags kv;
+};
+
+double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+void PrintStatus(int turn, int64_t prompt_tokens, const TurnStart& start,
+                 const GenerateResult& result, const SessionTimings& before,
+                 const SessionTimings& after, const KvStats& kv, int64_t promotions_before) {
+  const double prefill_s = after.prompt_seconds - before.prompt_seconds;
+  const double decode_s = after.generate_seconds - before.generate_seconds;
+  const int64_t steps = after.generated_tokens - before.generated_tokens;
+  const MemoryStats memory = ReadMemoryStats();
+  std::fprintf(stderr,
+               "[turn %d] prompt %lld tokens (%lld reused, %lld prefilled in %.2f s) | %zu "
+               "generated (%.1f tok/s, %s) | KV %.2f MiB resident, %.2f MiB reserved, %.2f MiB "
+               "as fp16 (%.1f%%) | promotions +%lld | RSS %.0f MiB\n",
+               turn, static_cast<long long>(prompt_tokens),
+               static_cast<long long>(start.reused_tokens),
+               static_cast<long long>(prompt_tokens - start.reused_tokens), prefill_s,
+               result.tokens.size(), decode_s > 0 ? steps / decode_s : 0.0,
+               result.finish_reason.c_str(), MiB(kv.resident_bytes()), MiB(kv.reserved_bytes),
+               MiB(kv.full_fp16_bytes + kv.sliding_bytes),
+               kv.full_fp16_bytes > 0
+                   ? 100.0 * static_cast<double>(kv.resident_bytes()) /
+                         static_cast<double>(kv.full_fp16_bytes + kv.sliding_bytes)
+                   : 0.0,
+               static_cast<long long>(kv.promotions - promotions_before), MiB(memory.rss_bytes));
+  if (kv.infeasible) std::fprintf(stderr, "warning: the KV budget cannot be met: %s\n",
+                                  kv.note.c_str());
+  std::fflush(stderr);
+}
+
+int Chat(const ChatFlags& f) {
+  if (f.n_predict < 1) throw Error("-n must be >= 1 (tokens per answer)");
+  const std::string document = f.document.empty() ? "" : ReadTextFile(f.document, "document");
+  LoadedModel m = LoadedModel::Load(f.model);
+  const int64_t model_ctx = m.model->config().context_length;
+  const int64_t context = f.ctx > 0 ? std::min(f.ctx, model_ctx) : model_ctx;
+  ThreadPool pool(f.threads > 0 ? f.threads : ThreadPool::HardwareThreads());
+  SessionOptions so;
+  so.n_ctx = context;
+  so.prefill_chunk = f.batch;
+  ApplyPrefillChunk(f.kv, so);
+  Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
+
+  const bool interactive = isatty(STDIN_FILENO) != 0;
+  if (interactive) {
+    std::fprintf(stderr,
+                 "qevict chat: %s, kv policy %s%s. One message per line; /exit or Ctrl-D ends.\n",
+                 f.model.c_str(), f.kv.policy.c_str(),
+                 document.empty() ? "" : ", the document goes before your first message");
+  }
+  std::vector<ChatMessage> messages;
+  if (!f.system.empty()) messages.push_back({"system", f.system});
+  std::string line;
+  int turn = 0;
+  while (true) {
+    if (interactive) {
+      std::fputs("> ", stderr);
+      std::fflush(stderr);
+    }
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line == "/exit" || line == "/quit") break;
+    if (line.empty()) continue;
+    ++turn;
+    const bool first = turn == 1;
+    messages.push_back({"user", first && !document.empty() ? document + "\n\n" + line : line});
+    const std::vector<int32_t> prompt = m.EncodeChat(messages, /*add_generation_prompt=*/true);
+    const int64_t needed = static_cast<int64_t>(prompt.size()) + f.n_predict;
+    if (needed > context) {
+      throw Error("the conversation (" + std::to_string(prompt.size()) + " tokens) + -n " +
+                  std::to_string(f.n_predict) + " exceeds the context of " +
+                  std::to_string(context) +
+                  " tokens; compression keeps fewer bytes, not more positions: start a new chat, "
+                  "lower -n, or raise -c up to the model's " + std::to_string(model_ctx));
+    }
+    const SessionTimings before = conversation.session().timings();
+    const int64_t promotions_before =
+        conversation.tokens().empty() ? 0 : conversation.session().cache().Stats().promotions;
+    const TurnStart start = conversation.Prefill(prompt, f.n_predict);
+    GenerateOptions go;
+    go.max_new_tokens = f.n_predict;
+    go.sampling = f.sampling.Options(static_cast<uint64_t>(turn - 1));
+    go.on_text = [](std::string_view t) {
+      std::fwrite(t.data(), 1, t.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    };
+    const GenerateResult result = conversation.Generate(*m.tokenizer, start.logits, go);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    messages.push_back({"assistant", result.text});
+    PrintStatus(turn, static_cast<int64_t>(prompt.size()), start, result, before,
+                conversation.session().timings(), conversation.session().cache().Stats(),
+                start.reused_tokens > 0 ? promotions_before : 0);
+  }
+  if (turn > 0) PrintKvStats(f.kv, conversation.session().cache().Stats());
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> RegisterChat(CLI::App& app) {
+  auto flags = std::make_shared<ChatFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "chat", "multi-turn chat over an optional document, one compressed cache for the whole "
+              "conversation; reads one message per line (a pipe works)");
+  cmd->add_option("-m,--model", flags->model, "GGUF model file")->required();
+  cmd->add_option("-f,--file", flags->document,
+                  "a document put before the first message (the conversation is about it)");
+  cmd->add_option("--system", flags->system, "system message");
+  cmd->add_option("-n,--n-predict", flags->n_predict, "most tokens per answer")
+      ->capture_default_str();
+  AddSamplingFlags(*cmd, flags->sampling, "sampling seed (turn k uses seed + k - 1)");
+  cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
+  cmd->add_option("-c,--ctx", flags->ctx,
+                  "tokens the whole conversation may hold (default: the model's context)");
+  cmd->add_option("-b,--batch", flags->batch, "prefill tokens per forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  AddKvFlags(*cmd, flags->kv);
+  return [flags] { return Chat(*flags); };
+}
+
+}  // namespace qevict::cli
