@@ -89,7 +89,7 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure eval_bad_task "unknown evaluation task" "$BIN" eval -m "$MODEL" --tasks nosuch --out "$out"
   expect_clean_failure eval_bad_shard "expected K/N" "$BIN" eval -m "$MODEL" --shard 1-2 --out "$out"
   expect_clean_failure eval_shard_range "need 0 <= K < N" "$BIN" eval -m "$MODEL" --shard 2/2 --out "$out"
-  expect_clean_failure eval_kv_policy "--policies" "$BIN" eval -m "$MODEL" --kv-policy qevict --out "$out"
+  expect_clean_failure eval_kv_policy "--kv-policy" "$BIN" eval -m "$MODEL" --kv-policy qevict --out "$out"
   expect_clean_failure eval_bad_depth "depth" "$BIN" eval -m "$MODEL" --tasks niah --depths 1.5 --out "$out"
   expect_clean_failure eval_bad_prompt_style "prompt-style" "$BIN" eval -m "$MODEL" --prompt-style raw --out "$out"
   rm -rf "$out"

@@ -179,7 +179,7 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
   const double kv_read =
       0.5 * static_cast<double>(row.kv_prefill.resident_bytes() + row.kv_end.resident_bytes());
   row.bytes_per_token = weight_bytes + kv_read;
-  PrintKvStats(f.kv, row.kv_end);
+  if (f.kv.stats) PrintKvStats(f.kv, row.kv_end);
   return row;
 }
 
@@ -335,7 +335,10 @@ std::function<int()> RegisterBench(CLI::App& app) {
   cmd->add_option("--perf-phase", flags->perf_phase, "phase --perf-control enables")
       ->capture_default_str()
       ->check(CLI::IsMember({"prefill", "decode"}));
-  AddKvFlags(*cmd, flags->kv);
+  AddKvFlags(*cmd, flags->kv,
+             {true, true,
+              "machine-readable output: one JSON object on stdout (with --kv-stats, the cache "
+              "summary and statistics of each context on stderr too)"});
   return [flags] { return Bench(*flags); };
 }
 

@@ -72,6 +72,7 @@ int Chat(const ChatFlags& f) {
   so.n_ctx = context;
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
+  so.on_prefill_chunk = PrefillProgressLine();
   Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
 
   const bool interactive = isatty(STDIN_FILENO) != 0;
@@ -113,6 +114,7 @@ int Chat(const ChatFlags& f) {
     GenerateOptions go;
     go.max_new_tokens = f.n_predict;
     go.sampling = f.sampling.Options(static_cast<uint64_t>(turn - 1));
+    go.stop = f.sampling.stop;
     go.on_text = [](std::string_view t) {
       std::fwrite(t.data(), 1, t.size(), stdout);
       std::fflush(stdout);
@@ -140,17 +142,19 @@ std::function<int()> RegisterChat(CLI::App& app) {
   cmd->add_option("-m,--model", flags->model, "GGUF model file")->required();
   cmd->add_option("-f,--file", flags->document,
                   "a document put before the first message (the conversation is about it)");
-  cmd->add_option("--system", flags->system, "system message");
+  cmd->add_option("--system,--system-prompt", flags->system, "system message");
   cmd->add_option("-n,--n-predict", flags->n_predict, "most tokens per answer")
       ->capture_default_str();
   AddSamplingFlags(*cmd, flags->sampling, "sampling seed (turn k uses seed + k - 1)");
   cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
-  cmd->add_option("-c,--ctx", flags->ctx,
+  cmd->add_option("-c,--ctx,--ctx-size", flags->ctx,
                   "tokens the whole conversation may hold (default: the model's context)");
-  cmd->add_option("-b,--batch", flags->batch, "prefill tokens per forward pass")
+  cmd->add_option("-b,--batch,--batch-size", flags->batch, "prefill tokens per forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  AddKvFlags(*cmd, flags->kv);
+  AddKvFlags(*cmd, flags->kv,
+             {true, true, "after the --kv-stats summary, the raw statistics as one JSON line "
+                          "(implies --kv-stats)"});
   return [flags] { return Chat(*flags); };
 }
 

@@ -45,10 +45,6 @@ std::vector<std::string> SplitList(const std::string& text) {
 }
 
 int Eval(const EvalFlags& f) {
-  if (f.kv.policy != "full" || f.kv.config.budget != 1.0 || f.kv.config.budget_bytes > 0) {
-    throw Error("qevict eval runs every policy at every budget: use --policies and --budgets, "
-                "not --kv-policy / --kv-budget / --kv-budget-bytes");
-  }
   EvalOptions o;
   o.model_path = f.model;
   // --tasks is either a task file (a path that exists and is no directory — a pipe too — or a
@@ -158,7 +154,7 @@ std::function<int()> RegisterEval(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "chat", "completion"}));
   cmd->add_flag("--no-progress", flags->no_progress, "no progress bar on stderr");
-  AddKvFlags(*cmd, flags->kv);
+  AddKvFlags(*cmd, flags->kv, {false, false, ""});  // policies and budgets: --policies, --budgets
   return [flags] { return Eval(*flags); };
 }
 

@@ -29,11 +29,11 @@ int Run(const RunFlags& f) {
   if (f.prompt.empty() == f.prompt_file.empty()) {
     throw Error("give exactly one of -p PROMPT or -f FILE");
   }
-  if (f.n_predict < 0) throw Error("-n must be >= 0");
+  if (f.n_predict < -1) throw Error("-n must be >= 0, or -1 (until the context is full)");
   const std::string text = f.prompt_file.empty() ? f.prompt : ReadTextFile(f.prompt_file, "prompt file");
   LoadedModel m = LoadedModel::Load(f.model);
   std::vector<int32_t> tokens;
-  if (f.chat) {
+  if (f.chat || !f.system.empty()) {  // a system message implies the chat template
     std::vector<ChatMessage> messages;
     if (!f.system.empty()) messages.push_back({"system", f.system});
     messages.push_back({"user", text});
@@ -43,17 +43,29 @@ int Run(const RunFlags& f) {
   }
   if (tokens.empty()) throw Error("the prompt encodes to no tokens");
   const int64_t limit = m.model->config().context_length;
-  const int64_t needed = static_cast<int64_t>(tokens.size()) + f.n_predict;
-  if (needed > limit || (f.ctx > 0 && needed > f.ctx)) {
-    throw Error("prompt (" + std::to_string(tokens.size()) + " tokens) + " +
-                std::to_string(f.n_predict) + " new tokens exceed the context of " +
-                std::to_string(f.ctx > 0 ? std::min(f.ctx, limit) : limit) + " tokens");
+  const int64_t context = f.ctx > 0 ? std::min(f.ctx, limit) : limit;
+  const int64_t prompt = static_cast<int64_t>(tokens.size());
+  // -n -1 (llama.cpp's): generate until the context is full.
+  const int64_t n_predict = f.n_predict < 0 ? std::max<int64_t>(0, context - prompt) : f.n_predict;
+  const int64_t needed = prompt + n_predict;
+  if (needed > context || (f.n_predict < 0 && n_predict == 0)) {
+    throw Error("the prompt (" + std::to_string(prompt) + " tokens) + " +
+                std::to_string(n_predict) + " new tokens exceed the context of " +
+                std::to_string(context) + " tokens" +
+                (context < limit ? " (-c " + std::to_string(f.ctx) + "; the model's is " +
+                                       std::to_string(limit) + ")"
+                                 : " (the model's)") +
+                ": shorten the prompt, lower -n" +
+                (context < limit ? ", or raise -c" : "") +
+                ". A compressed KV cache holds fewer bytes, not more positions: --kv-budget "
+                "does not extend the context");
   }
   ThreadPool pool(f.threads > 0 ? f.threads : ThreadPool::HardwareThreads());
   SessionOptions so;
-  so.n_ctx = f.ctx > 0 ? f.ctx : needed;
+  so.n_ctx = f.ctx > 0 ? context : needed;
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
+  so.on_prefill_chunk = PrefillProgressLine();
   Session session(*m.model, pool, so, MakeKvCacheFactory(f.kv));
   if (session.policy_cache() == nullptr && f.kv.policy != "full") {
     std::fprintf(stderr,
@@ -61,14 +73,15 @@ int Run(const RunFlags& f) {
                  "cache holds only the windows, and --kv-policy %s has nothing to compress\n",
                  m.model->config().sliding_window, f.kv.policy.c_str());
   }
-  session.BeginRun(static_cast<int64_t>(tokens.size()), f.n_predict);
+  session.BeginRun(prompt, n_predict);
   std::span<const float> logits = session.Prefill(tokens);
   // An impossible budget is said, whatever --kv-stats: the cache keeps its floor instead.
   bool warned = WarnIfInfeasible(session.cache().Stats());
 
   GenerateOptions go;
-  go.max_new_tokens = f.n_predict;
+  go.max_new_tokens = static_cast<int>(n_predict);
   go.sampling = f.sampling.Options();
+  go.stop = f.sampling.stop;
   go.on_text = [](std::string_view t) {
     std::fwrite(t.data(), 1, t.size(), stdout);
     std::fflush(stdout);
@@ -101,16 +114,22 @@ std::function<int()> RegisterRun(CLI::App& app) {
   cmd->add_option("-m,--model", flags->model, "GGUF model file")->required();
   cmd->add_option("-p,--prompt", flags->prompt, "prompt text");
   cmd->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
-  cmd->add_option("-n,--n-predict", flags->n_predict, "tokens to generate")->capture_default_str();
+  cmd->add_option("-n,--n-predict", flags->n_predict,
+                  "tokens to generate (-1: until the context is full)")
+      ->capture_default_str();
   cmd->add_flag("--chat", flags->chat, "wrap the prompt as a user message in the chat template");
-  cmd->add_option("--system", flags->system, "system message (with --chat)");
+  cmd->add_option("--system,--system-prompt", flags->system,
+                  "system message (implies --chat)");
   AddSamplingFlags(*cmd, flags->sampling, "sampling seed");
   cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
-  cmd->add_option("-c,--ctx", flags->ctx, "context size (default: prompt + n-predict)");
-  cmd->add_option("-b,--batch", flags->batch, "prefill tokens per forward pass")
+  cmd->add_option("-c,--ctx,--ctx-size", flags->ctx,
+                  "context size (default: prompt + n-predict; with -n -1 the model's)");
+  cmd->add_option("-b,--batch,--batch-size", flags->batch, "prefill tokens per forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  AddKvFlags(*cmd, flags->kv);
+  AddKvFlags(*cmd, flags->kv,
+             {true, true, "after the --kv-stats summary, the raw statistics as one JSON line "
+                          "(implies --kv-stats)"});
   return [flags] { return Run(*flags); };
 }
 

@@ -6,12 +6,17 @@
 #include "engine/kv_stats_json.h"
 #include "policy/registry.h"
 #include "util/error.h"
+#include "util/memory_stats.h"
 
 namespace qevict::cli {
 
 KvConfig KvFlags::Resolve() const {
   KvConfig c = config;
   c.policy = policy;
+  if (ratio >= 0.0) {
+    if (!(ratio < 1.0)) throw Error("--kv-ratio must be in [0, 1): the share of the cache removed");
+    c.budget = 1.0 - ratio;
+  }
   c.recovery = ParseRecoveryFidelity(recovery);
   c.score = ParseScoreMode(score);
   c.print_stats = stats;
@@ -19,20 +24,31 @@ KvConfig KvFlags::Resolve() const {
   return c;
 }
 
-void AddKvFlags(CLI::App& cmd, KvFlags& f) {
+void AddKvFlags(CLI::App& cmd, KvFlags& f, const KvFlagSet& set) {
   std::string names;
   for (const std::string& n : PolicyNames()) names += (names.empty() ? "" : ", ") + n;
   KvConfig& c = f.config;
   const std::string group = "KV cache";
-  cmd.add_option("--kv-policy", f.policy, "cache policy: " + names)
-      ->capture_default_str()
-      ->group(group);
-  cmd.add_option("--kv-budget", c.budget,
-                 "resident KV bytes as a fraction of an fp16 cache of prompt + new tokens, (0, 1]")
-      ->capture_default_str()
-      ->group(group);
-  cmd.add_option("--kv-budget-bytes", c.budget_bytes, "absolute cap on resident KV bytes")
-      ->group(group);
+  if (set.policy) {
+    cmd.add_option("--kv-policy", f.policy, "cache policy: " + names)
+        ->capture_default_str()
+        ->group(group);
+    CLI::Option* budget =
+        cmd.add_option("--kv-budget", c.budget,
+                       "KV bytes kept, as a fraction of an fp16 cache of every token the run can "
+                       "hold (prompt + new tokens), (0, 1]; 1: no limit")
+            ->capture_default_str()
+            ->group(group);
+    cmd.add_option("--kv-ratio", f.ratio,
+                   "share of that cache removed, kvpress's compression ratio: --kv-ratio R is "
+                   "--kv-budget 1-R")
+        ->excludes(budget)
+        ->group(group);
+    cmd.add_option("--kv-budget-bytes", c.budget_bytes,
+                   "absolute cap on KV bytes (e.g. 512k, 64m), instead of a fraction")
+        ->transform(CLI::AsSizeValue(false))
+        ->group(group);
+  }
   cmd.add_option("--kv-bits", c.bits, "bits of the quantized tier: 2, 4 or 8")
       ->capture_default_str()
       ->group(group);
@@ -88,9 +104,12 @@ void AddKvFlags(CLI::App& cmd, KvFlags& f) {
   cmd.add_option("--kv-pyramid-beta", c.pyramid_beta, "pyramidkv: the last layer gets the mean band budget / beta")
       ->capture_default_str()
       ->group(group);
-  cmd.add_flag("--kv-stats", f.stats, "print KV cache statistics on stderr at the end")
-      ->group(group);
-  cmd.add_flag("--json", f.json, "with --kv-stats: one JSON object on one line")->group(group);
+  if (set.stats) {
+    cmd.add_flag("--kv-stats", f.stats,
+                 "print a KV cache summary on stderr at the end (bytes kept, saved, tiers)")
+        ->group(group);
+  }
+  if (!set.json_help.empty()) cmd.add_flag("--json", f.json, set.json_help)->group(group);
 }
 
 void ApplyPrefillChunk(const KvFlags& flags, SessionOptions& options) {
@@ -110,18 +129,69 @@ bool WarnIfInfeasible(const KvStats& s) {
   return true;
 }
 
-void PrintKvStats(const KvFlags& flags, const KvStats& s) {
-  if (!flags.stats) return;
-  nlohmann::json j = KvStatsToJson(s);
-  j["policy"] = flags.policy;
-  if (flags.json) {
-    std::fprintf(stderr, "%s\n", j.dump().c_str());
-    return;
+namespace {
+
+std::string MiB(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string Percent(int64_t part, int64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%",
+                whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  return buf;
+}
+
+}  // namespace
+
+std::string KvStatsSummary(const std::string& policy, const KvStats& s) {
+  const MemoryStats memory = ReadMemoryStats();
+  const int64_t full = s.full_fp16_bytes + s.sliding_bytes;  // what `full` would hold now
+  const int64_t resident = s.resident_bytes();
+  std::string out = "kv cache: " + policy;
+  if (s.budget_bytes >= 0) {
+    out += ", budget " + MiB(s.budget_bytes);
+    if (s.floor_bytes >= 0) out += " (floor " + MiB(s.floor_bytes) + ")";
+  } else {
+    out += ", no budget";
   }
-  std::fprintf(stderr, "kv cache (%s):\n", flags.policy.c_str());
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "policy") continue;
-    std::fprintf(stderr, "  %-18s %s\n", it.key().c_str(), it.value().dump().c_str());
+  out += "\n  resident " + MiB(resident) + " = " + Percent(resident, full) + " of the fp16 cache's " +
+         MiB(full) + ": saved " + MiB(std::max<int64_t>(0, full - resident)) + " (" +
+         Percent(std::max<int64_t>(0, full - resident), full) + ")";
+  out += "\n  tiers: fp16 " + MiB(s.fp16_bytes) + ", quantized " + MiB(s.quant_bytes) +
+         ", metadata " + MiB(s.meta_bytes);
+  if (s.sliding_layers > 0) {
+    out += " (sliding-window rings " + MiB(s.sliding_bytes) + " in fp16)";
+  }
+  if (s.cold_bytes > 0) out += "; exact-recovery cold store " + MiB(s.cold_bytes) + " on disk";
+  out += "\n  reserved from the OS " + MiB(s.reserved_bytes) + " (pools and buffers); process RSS " +
+         MiB(memory.rss_bytes) + " (peak " + MiB(memory.peak_rss_bytes) + ")";
+  out += "\n  tokens " + std::to_string(s.tokens_seen) + " seen, " +
+         std::to_string(s.tokens_resident) + " resident; windows " +
+         std::to_string(s.fp16_windows) + " fp16, " + std::to_string(s.quant_windows) +
+         " quantized, " + std::to_string(s.evicted_windows) + " evicted; promotions " +
+         std::to_string(s.promotions) + ", demotions " + std::to_string(s.demotions) +
+         ", routing steps " + std::to_string(s.routing_steps);
+  if (s.budget_bytes >= 0 && s.peak_bytes > s.budget_bytes) {
+    out += "\n  OVER BUDGET: peak " + MiB(s.peak_bytes) +
+           (s.prefill_peak_bytes >= s.peak_bytes
+                ? " while the prompt was read: each prompt chunk is held in fp16 until the cache "
+                  "routes it (--kv-prefill-chunk sets the chunk; 0 holds the whole prompt)"
+                : std::string(" after routing"));
+  }
+  if (s.infeasible) out += "\n  INFEASIBLE: " + s.note;
+  return out + "\n";
+}
+
+void PrintKvStats(const KvFlags& flags, const KvStats& s) {
+  if (!flags.stats && !flags.json) return;
+  std::fputs(KvStatsSummary(flags.policy, s).c_str(), stderr);
+  if (flags.json) {
+    nlohmann::json j = KvStatsToJson(s);
+    j["policy"] = flags.policy;
+    std::fprintf(stderr, "%s\n", j.dump().c_str());
   }
 }
 

@@ -12,6 +12,50 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(option
     throw Error("temperature must be >= 0");
   }
   if (!(options.top_p > 0.0f && options.top_p <= 1.0f)) throw Error("top-p must be in (0, 1]");
+  if (!(options.min_p >= 0.0f && options.min_p <= 1.0f)) throw Error("min-p must be in [0, 1]");
+  if (!std::isfinite(options.repeat_penalty) || options.repeat_penalty == 0.0f) {
+    throw Error("repeat penalty must be finite and non-zero (1: off)");
+  }
+  if (!std::isfinite(options.presence_penalty) || !std::isfinite(options.frequency_penalty)) {
+    throw Error("presence and frequency penalties must be finite");
+  }
+}
+
+std::span<const float> Sampler::Adjusted(std::span<const float> logits) {
+  if (!options_.adjusts_logits()) return logits;
+  adjusted_.assign(logits.begin(), logits.end());
+  for (const auto& [token, bias] : options_.logit_bias) {
+    if (token >= 0 && static_cast<size_t>(token) < adjusted_.size()) adjusted_[token] += bias;
+  }
+  if (options_.presence_penalty != 0.0f || options_.frequency_penalty != 0.0f) {
+    std::vector<int32_t> seen = generated_;
+    std::sort(seen.begin(), seen.end());
+    for (size_t i = 0; i < seen.size();) {
+      size_t j = i;
+      while (j < seen.size() && seen[j] == seen[i]) ++j;
+      if (static_cast<size_t>(seen[i]) < adjusted_.size()) {
+        adjusted_[seen[i]] -= options_.presence_penalty +
+                              options_.frequency_penalty * static_cast<float>(j - i);
+      }
+      i = j;
+    }
+  }
+  if (options_.repeat_penalty != 1.0f) {
+    const size_t n = generated_.size();
+    const size_t window = options_.repeat_last_n < 0
+                              ? n
+                              : std::min(n, static_cast<size_t>(options_.repeat_last_n));
+    std::vector<int32_t> recent(generated_.end() - static_cast<std::ptrdiff_t>(window),
+                                generated_.end());
+    std::sort(recent.begin(), recent.end());
+    recent.erase(std::unique(recent.begin(), recent.end()), recent.end());
+    for (int32_t token : recent) {
+      if (static_cast<size_t>(token) >= adjusted_.size()) continue;
+      float& l = adjusted_[token];
+      l = l > 0.0f ? l / options_.repeat_penalty : l * options_.repeat_penalty;
+    }
+  }
+  return adjusted_;
 }
 
 int32_t Sampler::Argmax(std::span<const float> logits) {
@@ -42,8 +86,16 @@ int32_t Sampler::SampleFullDistribution(std::span<const float> logits) {
 }
 
 int32_t Sampler::Sample(std::span<const float> logits) {
+  const int32_t token = Pick(Adjusted(logits));
+  generated_.push_back(token);
+  return token;
+}
+
+int32_t Sampler::Pick(std::span<const float> logits) {
   if (options_.temperature == 0.0f) return Argmax(logits);
-  if (options_.top_k <= 0 && options_.top_p >= 1.0f) return SampleFullDistribution(logits);
+  if (options_.top_k <= 0 && options_.top_p >= 1.0f && options_.min_p <= 0.0f) {
+    return SampleFullDistribution(logits);
+  }
   candidates_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     candidates_[i] = {logits[i], static_cast<int32_t>(i)};
@@ -76,6 +128,12 @@ int32_t Sampler::Sample(std::span<const float> logits) {
       nucleus = i + 1;
       break;
     }
+  }
+  // Min-p: of the nucleus, only tokens at least min_p as likely as the most likely one.
+  if (options_.min_p > 0.0f) {
+    size_t kept = 1;
+    while (kept < nucleus && probs[kept] >= options_.min_p * probs[0]) ++kept;
+    nucleus = kept;
   }
   double nucleus_total = 0.0;
   for (size_t i = 0; i < nucleus; ++i) nucleus_total += probs[i];

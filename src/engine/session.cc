@@ -106,6 +106,10 @@ std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
     position_ += n;
     done += n;
     cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, *pool_);
+    if (options_.on_prefill_chunk) {
+      options_.on_prefill_chunk(static_cast<int64_t>(done), static_cast<int64_t>(tokens.size()),
+                                *cache_);
+    }
   }
   timings_.prompt_tokens += static_cast<int64_t>(tokens.size());
   timings_.prompt_seconds += SecondsSince(t0);

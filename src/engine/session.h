@@ -22,6 +22,9 @@ using KvCacheFactory =
 struct SessionOptions {
   int64_t n_ctx = 0;         // tokens this session may hold in total (prompt + generated)
   int prefill_chunk = 256;   // tokens per forward pass while prefilling (each ends in EndBatch)
+  // Called after every prefill chunk with the tokens of this Prefill call done so far and its
+  // total (a progress line for long prompts); may be empty.
+  std::function<void(int64_t done, int64_t total, const KvCache& cache)> on_prefill_chunk;
 };
 
 struct SessionTimings {

@@ -23,6 +23,10 @@ ApiError NotFound(std::string message) {
   return {404, std::move(message), "invalid_request_error", "", "not_found"};
 }
 
+ApiError Unauthorized(std::string message) {
+  return {401, std::move(message), "invalid_request_error", "", "invalid_api_key"};
+}
+
 ApiError MethodNotAllowed(std::string message) {
   return {405, std::move(message), "invalid_request_error", "", "method_not_allowed"};
 }

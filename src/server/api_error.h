@@ -20,6 +20,7 @@ struct ApiError {
 
 ApiError InvalidRequest(std::string message, std::string param = "", std::string code = "");
 ApiError NotFound(std::string message);
+ApiError Unauthorized(std::string message);  // 401 invalid_api_key
 ApiError MethodNotAllowed(std::string message);
 ApiError PayloadTooLarge(std::string message);
 ApiError ServiceUnavailable(std::string message, std::string code);

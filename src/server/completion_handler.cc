@@ -17,12 +17,17 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kCompletionDefaultMaxTokens = 16;  // OpenAI's default for /v1/completions
+// A chat request without max_tokens may generate until the context is full (OpenAI), but its KV
+// budget counts the prompt and this many new tokens, as `qevict run -n`'s default does, so that
+// a budget fraction means the same in both (docs/server.md, "The budget").
+constexpr int64_t kBudgetDefaultNewTokens = 128;
 
 // A validated request with its prompt tokenized and its length settled.
 struct PreparedRequest {
   GenerationParams params;
   std::vector<int32_t> prompt;
   int64_t max_tokens = 0;
+  int64_t budget_new_tokens = 0;  // new tokens the budget fraction counts (<= max_tokens)
 };
 
 std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoint endpoint,
@@ -60,6 +65,10 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
     out.max_tokens =
         endpoint == Endpoint::kChat ? room : std::min(kCompletionDefaultMaxTokens, room);
   }
+  const bool open_ended =
+      !out.params.max_tokens && ctx.default_max_tokens <= 0 && endpoint == Endpoint::kChat;
+  out.budget_new_tokens =
+      open_ended ? std::min(out.max_tokens, kBudgetDefaultNewTokens) : out.max_tokens;
   if (room < 1 || prompt + out.max_tokens > context) {
     const int64_t requested = prompt + std::max<int64_t>(out.max_tokens, 1);
     return InvalidRequest(
@@ -79,9 +88,15 @@ GenerationJob MakeJob(const ServerContext& ctx, PreparedRequest& request) {
   job.n_ctx = ctx.defaults.context_tokens;
   job.prompt = std::move(request.prompt);
   job.max_tokens = request.max_tokens;
+  job.budget_new_tokens = request.budget_new_tokens;
   job.sampling.temperature = request.params.temperature;
   job.sampling.top_p = request.params.top_p;
   job.sampling.top_k = request.params.top_k;
+  job.sampling.min_p = request.params.min_p;
+  job.sampling.repeat_penalty = request.params.repeat_penalty;
+  job.sampling.presence_penalty = request.params.presence_penalty;
+  job.sampling.frequency_penalty = request.params.frequency_penalty;
+  job.sampling.logit_bias = request.params.logit_bias;
   job.sampling.seed = request.params.seed ? *request.params.seed : std::random_device{}();
   job.stop = request.params.stop;
   job.kv = request.params.kv;
@@ -242,8 +257,8 @@ void HandleCompletion(const ServerContext& ctx, Endpoint endpoint, const httplib
   const KvGeometry geometry = ctx.model->model->kv_geometry(prompt_tokens + request.max_tokens);
   // The reservation covers the whole conversation (a kept cache holds its earlier turns within
   // the same budget fraction), so it is the same whether a kept conversation is continued.
-  const int64_t reserve =
-      KvReservationBytes(request.params.kv, geometry, prompt_tokens, request.max_tokens);
+  const int64_t reserve = KvReservationBytes(request.params.kv, geometry, prompt_tokens,
+                                             request.max_tokens, request.budget_new_tokens);
   GenerationJob job = MakeJob(ctx, request);
   const bool reuse = request.params.cache_prompt && ctx.sessions != nullptr &&
                      ctx.sessions->enabled();

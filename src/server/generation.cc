@@ -40,7 +40,7 @@ GenerationRun::GenerationRun(const LoadedModel& model, SlotLease lease, Generati
               return CreateKvCache(config, g, rope);
             });
       }
-      const TurnStart start = conversation_->Prefill(job_.prompt, job_.max_tokens);
+      const TurnStart start = conversation_->Prefill(job_.prompt, job_.budget_new_tokens);
       logits_ = start.logits;
       reused_tokens_ = start.reused_tokens;
       final_stats_ = conversation_->session().cache().Stats();

@@ -28,6 +28,7 @@ namespace qevict::server {
 struct GenerationJob {
   std::vector<int32_t> prompt;
   int64_t max_tokens = 16;
+  int64_t budget_new_tokens = 16;  // new tokens the budget fraction counts (<= max_tokens)
   SamplerOptions sampling;
   std::vector<std::string> stop;
   KvConfig kv;

@@ -7,6 +7,7 @@
 
 #include "server/completion_handler.h"
 #include "server/openai_format.h"
+#include "server/tokenize_handler.h"
 #include "util/memory_stats.h"
 
 namespace qevict::server {
@@ -28,6 +29,8 @@ constexpr Route kRoutes[] = {
     {"/v1/completions", "POST"},
     {"/chat/completions", "POST"},  // for clients whose base URL lacks /v1
     {"/completions", "POST"},
+    {"/tokenize", "POST"},  // llama.cpp's
+    {"/detokenize", "POST"},
 };
 constexpr const char* kModelPrefix = "/v1/models/";
 
@@ -67,13 +70,28 @@ httplib::Server::HandlerResponse FillErrorBody(const httplib::Request& req,
     } else {
       error = NotFound("unknown route " + req.method + " " + req.path +
                        " (this server has GET /v1/models, POST /v1/chat/completions, POST "
-                       "/v1/completions, GET /health, GET /metrics)");
+                       "/v1/completions, POST /tokenize, POST /detokenize, GET /health, GET "
+                       "/metrics)");
     }
   } else if (res.status == 413) {
     error = PayloadTooLarge("the request body exceeds the server's limit");
   }
   SendError(res, error);
   return httplib::Server::HandlerResponse::Handled;
+}
+
+void SendResult(httplib::Response& res, const std::variant<json, ApiError>& result) {
+  if (const auto* error = std::get_if<ApiError>(&result)) return SendError(res, *error);
+  SendJson(res, std::get<json>(result));
+}
+
+// With --api-key, every route but /health wants "Authorization: Bearer KEY" (OpenAI's header).
+bool Authorized(const httplib::Request& req, const std::string& api_key) {
+  if (api_key.empty() || req.path == "/health") return true;
+  const std::string header = req.get_header_value("Authorization");
+  const std::string bearer = "Bearer ";
+  return header.size() == bearer.size() + api_key.size() && header.rfind(bearer, 0) == 0 &&
+         header.compare(bearer.size(), std::string::npos, api_key) == 0;
 }
 
 }  // namespace
@@ -122,6 +140,19 @@ void InstallRoutes(httplib::Server& http, const ServerContext& ctx, const RouteO
     });
   }
 
+  http.Post("/tokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    SendResult(res, TokenizeRequest(*ctx.model->tokenizer, req.body));
+  });
+  http.Post("/detokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    SendResult(res, DetokenizeRequest(*ctx.model->tokenizer, req.body));
+  });
+  http.set_pre_routing_handler([options](const httplib::Request& req, httplib::Response& res) {
+    if (Authorized(req, options.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("WWW-Authenticate", "Bearer");
+    SendError(res, Unauthorized("invalid or missing API key: send the header "
+                                "'Authorization: Bearer <key>' with the server's --api-key"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
   http.set_error_handler(httplib::Server::HandlerWithResponse(FillErrorBody));
   http.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

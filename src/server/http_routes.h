@@ -11,6 +11,7 @@ namespace qevict::server {
 
 struct RouteOptions {
   bool log_requests = false;  // one line per response on stderr
+  std::string api_key;        // "" : no authentication
 };
 
 void InstallRoutes(httplib::Server& http, const ServerContext& context,

@@ -44,6 +44,16 @@ const std::map<std::string, Setter>& Setters() {
                   p, "invalid_value");
          }
        }},
+      {"ratio",  // kvpress's compression ratio: the share removed
+       [](const nlohmann::json& v, const std::string& p, KvConfig& c) {
+         const double ratio = GetNumber(v, p);
+         if (!(ratio >= 0.0 && ratio < 1.0)) {
+           Reject("'" + p + "' must be in [0, 1) (the share of the fp16 cache removed; "
+                  "ratio R is budget 1-R), got " + v.dump(),
+                  p, "invalid_value");
+         }
+         c.budget = 1.0 - ratio;
+       }},
       {"budget_bytes",
        [](const nlohmann::json& v, const std::string& p, KvConfig& c) {
          c.budget_bytes = GetIntegerIn(v, p, 1, int64_t{1} << 50);
@@ -139,11 +149,14 @@ KvConfig ApplyKvOverrides(const nlohmann::json& kv, const KvConfig& defaults) {
     if (it->is_null()) continue;  // null: keep the server's default
     setter->second(*it, param, config);
   }
-  const bool gives_budget = kv.contains("budget") && !kv["budget"].is_null();
+  const bool gives_fraction = kv.contains("budget") && !kv["budget"].is_null();
+  const bool gives_ratio = kv.contains("ratio") && !kv["ratio"].is_null();
   const bool gives_bytes = kv.contains("budget_bytes") && !kv["budget_bytes"].is_null();
-  if (gives_budget && gives_bytes) {
-    Reject("give either kv.budget or kv.budget_bytes, not both", "kv.budget", "invalid_value");
+  if (gives_fraction + gives_ratio + gives_bytes > 1) {
+    Reject("give one of kv.budget, kv.ratio (= 1 - budget) or kv.budget_bytes", "kv.budget",
+           "invalid_value");
   }
+  const bool gives_budget = gives_fraction || gives_ratio;
   // A request's budget replaces the server's, whichever form the server's took.
   if (gives_budget) config.budget_bytes = -1;
   if (gives_bytes) config.budget = 1.0;

@@ -44,7 +44,8 @@ class TieredSizes {
 }  // namespace
 
 int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry,
-                           int64_t prompt_tokens, int64_t max_new_tokens) {
+                           int64_t prompt_tokens, int64_t max_new_tokens,
+                           int64_t budget_new_tokens) {
   const KvConfig config = PolicyLayout(requested);  // the window the cache will really have
   const int64_t per_token = geometry.fp16_bytes_per_token();
   const int64_t run = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
@@ -52,7 +53,11 @@ int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry
   if (config.policy == "full") return run * per_token + rings;
   const TieredSizes sizes(config, geometry);
   const int64_t everything = sizes.Fp16Blocks(run) + TieredSizes::Positions(run);
-  const std::optional<int64_t> budget_or_none = config.GlobalBudgetBytes(run, geometry);
+  const int64_t budget_run =
+      budget_new_tokens < 0 ? run
+                            : std::max<int64_t>(0, prompt_tokens) +
+                                  std::min(budget_new_tokens, std::max<int64_t>(0, max_new_tokens));
+  const std::optional<int64_t> budget_or_none = config.GlobalBudgetBytes(budget_run, geometry);
   if (!budget_or_none) {
     return everything + rings +
            TieredCache::MappedSlackBytes(config, geometry, 0, MakePolicy(config)->quantizes());

@@ -16,8 +16,11 @@ namespace qevict::server {
 // it, or the prompt stored in fp16 before the first routing step (whole prompt, or one
 // kv.prefill_chunk on top of the budget) -- whichever is largest, and never more than every
 // token in fp16.
+// budget_new_tokens: the new tokens the budget fraction counts when it is not max_new_tokens (a
+// request without max_tokens: docs/server.md, "The budget"); < 0: max_new_tokens.
 int64_t KvReservationBytes(const KvConfig& config, const KvGeometry& geometry,
-                           int64_t prompt_tokens, int64_t max_new_tokens);
+                           int64_t prompt_tokens, int64_t max_new_tokens,
+                           int64_t budget_new_tokens = -1);
 
 // One line for error messages: "policy qevict, budget 0.1, 37 prompt + 64 new tokens at 23040
 // fp16 bytes/token".

@@ -14,29 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-json ParseBody(std::string_view body) {
-  bool too_deep = false;
-  json::parser_callback_t depth_guard = [&too_deep](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxJsonDepth) too_deep = true;
-    return !too_deep;
-  };
-  json parsed;
-  try {
-    parsed = json::parse(body.begin(), body.end(), depth_guard);
-  } catch (const json::exception& e) {
-    // e.what() names the byte position and what was expected (or a number out of range).
-    Reject(std::string("the request body is not valid JSON: ") + e.what(), "", "invalid_json");
-  }
-  if (too_deep) {
-    Reject("the request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels",
-           "", "invalid_json");
-  }
-  if (!parsed.is_object()) {
-    Reject(std::string("the request body must be a JSON object, got ") + JsonTypeName(parsed), "",
-           "invalid_type");
-  }
-  return parsed;
-}
 
 // Options of OpenAI's API that this server does not implement: rejected rather than silently
 // ignored when they would change the result.
@@ -79,14 +56,59 @@ void RejectUnsupported(const json& body) {
              "unsupported");
     }
   }
-  // presence_penalty, frequency_penalty, logit_bias, user, ... are accepted and ignored when
-  // they have the right type (docs/server.md).
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    if (const json* v = OptionalField(body, key)) GetNumberIn(*v, key, -2.0, 2.0);
+}
+
+std::vector<std::pair<int32_t, float>> ParseLogitBias(const json& bias, int32_t vocab_size) {
+  if (!bias.is_object()) {
+    Reject(std::string("'logit_bias' must be an object of token id -> bias, got ") +
+               JsonTypeName(bias),
+           "logit_bias", "invalid_type");
   }
+  if (bias.size() > 1024) Reject("'logit_bias' may hold at most 1024 tokens", "logit_bias");
+  std::vector<std::pair<int32_t, float>> out;
+  for (auto it = bias.begin(); it != bias.end(); ++it) {
+    const std::string& key = it.key();
+    int64_t id = -1;
+    if (!key.empty() && key.size() <= 10 &&
+        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      id = std::stoll(key);
+    }
+    if (id < 0 || id >= vocab_size) {
+      Reject("'logit_bias' keys must be token ids in [0, " + std::to_string(vocab_size) +
+                 "), got '" + key + "'",
+             "logit_bias", "invalid_value");
+    }
+    out.emplace_back(static_cast<int32_t>(id),
+                     static_cast<float>(GetNumberIn(it.value(), "logit_bias." + key, -100, 100)));
+  }
+  return out;
 }
 
 }  // namespace
+
+json ParseRequestBody(std::string_view body) {
+  bool too_deep = false;
+  json::parser_callback_t depth_guard = [&too_deep](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxJsonDepth) too_deep = true;
+    return !too_deep;
+  };
+  json parsed;
+  try {
+    parsed = json::parse(body.begin(), body.end(), depth_guard);
+  } catch (const json::exception& e) {
+    // e.what() names the byte position and what was expected (or a number out of range).
+    Reject(std::string("the request body is not valid JSON: ") + e.what(), "", "invalid_json");
+  }
+  if (too_deep) {
+    Reject("the request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+           "", "invalid_json");
+  }
+  if (!parsed.is_object()) {
+    Reject(std::string("the request body must be a JSON object, got ") + JsonTypeName(parsed), "",
+           "invalid_type");
+  }
+  return parsed;
+}
 
 bool ValidSessionId(std::string_view id) {
   if (id.empty() || id.size() > 128) return false;
@@ -149,6 +171,21 @@ GenerationParams ParseGenerationParams(const json& body, const RequestDefaults& 
   }
   if (const json* v = OptionalField(body, "top_k")) {
     p.top_k = static_cast<int>(GetIntegerIn(*v, "top_k", 0, defaults.vocab_size));
+  }
+  if (const json* v = OptionalField(body, "min_p")) {
+    p.min_p = static_cast<float>(GetNumberIn(*v, "min_p", 0.0, 1.0));
+  }
+  if (const json* v = OptionalField(body, "repeat_penalty")) {
+    p.repeat_penalty = static_cast<float>(GetNumberIn(*v, "repeat_penalty", 0.01, 100.0));
+  }
+  if (const json* v = OptionalField(body, "presence_penalty")) {
+    p.presence_penalty = static_cast<float>(GetNumberIn(*v, "presence_penalty", -2.0, 2.0));
+  }
+  if (const json* v = OptionalField(body, "frequency_penalty")) {
+    p.frequency_penalty = static_cast<float>(GetNumberIn(*v, "frequency_penalty", -2.0, 2.0));
+  }
+  if (const json* v = OptionalField(body, "logit_bias")) {
+    p.logit_bias = ParseLogitBias(*v, defaults.vocab_size);
   }
   if (const json* v = OptionalField(body, "seed")) {
     p.seed = static_cast<uint64_t>(GetInteger(*v, "seed"));
@@ -273,7 +310,7 @@ void ParsePrompt(const json& body, int32_t vocab_size, CompletionRequest& reques
 std::variant<ChatRequest, ApiError> ParseChatRequest(std::string_view body,
                                                      const RequestDefaults& defaults) {
   try {
-    const json parsed = ParseBody(body);
+    const json parsed = ParseRequestBody(body);
     ChatRequest request;
     request.messages = ParseMessages(parsed);
     request.params = ParseGenerationParams(parsed, defaults, "max_completion_tokens");
@@ -286,7 +323,7 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(std::string_view body,
 std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_view body,
                                                                  const RequestDefaults& defaults) {
   try {
-    const json parsed = ParseBody(body);
+    const json parsed = ParseRequestBody(body);
     CompletionRequest request;
     ParsePrompt(parsed, defaults.vocab_size, request);
     request.params = ParseGenerationParams(parsed, defaults, "max_tokens");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,9 +29,16 @@ struct RequestDefaults {
 struct GenerationParams {
   std::string model;                  // as sent ("" when absent); the server has one model
   std::optional<int64_t> max_tokens;  // nullopt: the endpoint's default
-  float temperature = 1.0f;           // OpenAI's default; 0 = greedy
-  float top_p = 1.0f;
-  int top_k = 0;                  // extension; 0 = off (OpenAI has no top_k)
+  // Sampling defaults are `qevict run`'s and llama.cpp's (docs/server.md, "Sampling"), not
+  // OpenAI's temperature 1 / top_p 1: one meaning for an absent field in every command.
+  float temperature = 0.8f;  // 0 = greedy
+  float top_p = 0.95f;
+  int top_k = 40;                 // extension (llama.cpp's); 0 = off
+  float min_p = 0.05f;            // extension (llama.cpp's); 0 = off
+  float repeat_penalty = 1.0f;    // extension (llama.cpp's); 1 = off
+  float presence_penalty = 0.0f;  // OpenAI's, [-2, 2]
+  float frequency_penalty = 0.0f;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI's: token id -> [-100, 100]
   std::optional<uint64_t> seed;   // nullopt: a fresh random seed
   std::vector<std::string> stop;  // at most 4, none empty
   bool stream = false;
@@ -45,6 +53,9 @@ struct GenerationParams {
 
 // A session id from the body or the X-Session-Id header: 1-128 characters of [A-Za-z0-9._:-].
 bool ValidSessionId(std::string_view id);
+
+// The body as a JSON object (at most kMaxJsonDepth levels); throws RequestRejected otherwise.
+nlohmann::json ParseRequestBody(std::string_view body);
 
 struct ChatRequest {
   std::vector<ChatMessage> messages;  // roles normalized to system / user / assistant

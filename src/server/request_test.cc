@@ -69,9 +69,26 @@ TEST(RequestTest, DefaultsComeFromTheServer) {
   const ChatRequest r = Chat(std::string("{") + kHello + "}");
   EXPECT_FALSE(r.params.max_tokens.has_value());
   EXPECT_FALSE(r.params.seed.has_value());
-  EXPECT_EQ(r.params.temperature, 1.0f);
+  // `qevict run`'s sampling defaults (llama.cpp's), not OpenAI's temperature 1 / top_p 1.
+  EXPECT_EQ(r.params.temperature, 0.8f);
+  EXPECT_EQ(r.params.top_p, 0.95f);
+  EXPECT_EQ(r.params.top_k, 40);
+  EXPECT_EQ(r.params.min_p, 0.05f);
   EXPECT_EQ(r.params.kv.policy, "full");
   EXPECT_FALSE(r.params.stream);
+}
+
+TEST(RequestTest, PenaltiesAndLogitBiasAreParsed) {
+  const ChatRequest r = Chat(std::string("{") + kHello +
+                             R"(, "presence_penalty": 0.5, "frequency_penalty": -1,
+                                 "repeat_penalty": 1.1, "min_p": 0, "logit_bias": {"7": -100, "12": 2.5}})");
+  EXPECT_EQ(r.params.presence_penalty, 0.5f);
+  EXPECT_EQ(r.params.frequency_penalty, -1.0f);
+  EXPECT_EQ(r.params.repeat_penalty, 1.1f);
+  EXPECT_EQ(r.params.min_p, 0.0f);
+  ASSERT_EQ(r.params.logit_bias.size(), 2u);
+  EXPECT_EQ(r.params.logit_bias[0], std::make_pair(12, 2.5f));  // object keys come sorted
+  EXPECT_EQ(r.params.logit_bias[1], std::make_pair(7, -100.0f));
 }
 
 TEST(RequestTest, MaxCompletionTokensIsAnAlias) {
@@ -114,6 +131,11 @@ TEST(RequestTest, WrongTypesName400WithTheField) {
       {std::string("{") + kHello + R"(, "temperature": "hot"})", "temperature"},
       {std::string("{") + kHello + R"(, "temperature": 3})", "temperature"},
       {std::string("{") + kHello + R"(, "top_p": 1.5})", "top_p"},
+      {std::string("{") + kHello + R"(, "presence_penalty": 3})", "presence_penalty"},
+      {std::string("{") + kHello + R"(, "logit_bias": {"x": 1}})", "logit_bias"},
+      {std::string("{") + kHello + R"(, "logit_bias": {"1": 101}})", "logit_bias.1"},
+      {std::string("{") + kHello + R"(, "logit_bias": [1]})", "logit_bias"},
+      {std::string("{") + kHello + R"(, "min_p": 2})", "min_p"},
       {std::string("{") + kHello + R"(, "seed": "1"})", "seed"},
       {std::string("{") + kHello + R"(, "stop": 3})", "stop"},
       {std::string("{") + kHello + R"(, "stop": ["a", "b", "c", "d", "e"]})", "stop"},
@@ -145,6 +167,9 @@ TEST(RequestTest, KvOptionsAreValidated) {
       {R"({"policy": "qevict", "budget": -0.5})", "kv.budget"},
       {R"({"policy": "qevict", "budget": "0.1"})", "kv.budget"},
       {R"({"policy": "qevict", "budget": 0.1, "budget_bytes": 1000})", "kv.budget"},
+      {R"({"policy": "qevict", "budget": 0.1, "ratio": 0.9})", "kv.budget"},
+      {R"({"policy": "qevict", "ratio": 1})", "kv.ratio"},
+      {R"({"policy": "qevict", "ratio": -0.1})", "kv.ratio"},
       {R"({"budget": 0.1})", "kv.policy"},  // the server's default policy is full
       {R"({"policy": "qevict", "bits": 3})", "kv.bits"},
       {R"({"policy": "qevict", "window": 0})", "kv.window"},
@@ -172,6 +197,14 @@ TEST(RequestTest, RequestBudgetReplacesTheServersForm) {
   r = ParseChatRequest(std::string("{") + kHello + R"(, "kv": {"policy": "full"}})", d);
   ASSERT_TRUE(std::holds_alternative<ChatRequest>(r));
   EXPECT_DOUBLE_EQ(std::get<ChatRequest>(r).params.kv.budget, 1.0);
+}
+
+TEST(RequestTest, RatioIsTheShareRemoved) {
+  auto r = ParseChatRequest(std::string("{") + kHello +
+                                R"(, "kv": {"policy": "qevict", "ratio": 0.9}})",
+                            Defaults());
+  ASSERT_TRUE(std::holds_alternative<ChatRequest>(r));
+  EXPECT_NEAR(std::get<ChatRequest>(r).params.kv.budget, 0.1, 1e-12);
 }
 
 TEST(RequestTest, ParsesCompletionPrompts) {

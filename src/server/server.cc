@@ -129,7 +129,7 @@ void Server::Run() {
   s.http.set_payload_max_length(o.max_body_bytes);
   s.http.set_read_timeout(30, 0);
   s.http.set_write_timeout(30, 0);
-  InstallRoutes(s.http, s.context, RouteOptions{o.log_requests});
+  InstallRoutes(s.http, s.context, RouteOptions{o.log_requests, o.api_key});
 
   int port = o.port;
   if (port == 0) {

@@ -33,6 +33,7 @@ struct ServerOptions {
   int session_ttl_seconds = 600;   // idle kept conversations are dropped after this
   KvConfig kv;  // defaults for requests, validated
   bool log_requests = false;
+  std::string api_key;  // "" : no authentication
 };
 
 class Server {

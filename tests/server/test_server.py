@@ -522,6 +522,69 @@ def test_20_routed_requests_do_not_grow_rss(srv, args):
         assert rss[19] <= rss[4] + 4096, "resident memory grew from %d to %d kB" % (rss[4], rss[19])
 
 
+# ---- llama.cpp and OpenAI habits -----------------------------------------------------------------
+
+def test_tokenize_and_detokenize(srv, args):
+    status, body = srv.post("/tokenize", {"content": "The capital of France is Paris."})
+    assert status == 200, body
+    tokens = body["tokens"]
+    assert tokens and all(isinstance(t, int) for t in tokens), body
+    status, back = srv.post("/detokenize", {"tokens": tokens})
+    assert status == 200 and back["content"] == "The capital of France is Paris.", back
+    status, special = srv.post("/tokenize", {"content": "hi", "add_special": True})
+    assert status == 200, special
+    expect_error(srv.post("/tokenize", {"text": "hi"}), 400, param="content")
+    expect_error(srv.post("/detokenize", {"tokens": [10**9]}), 400, param="tokens[0]")
+
+
+def test_penalties_and_logit_bias_change_the_output(srv, args):
+    base = {"prompt": "The capital of France is", "max_tokens": 6, "temperature": 0}
+    status, plain = srv.post("/v1/completions", base)
+    assert status == 200, plain
+    first = srv.post("/tokenize", {"content": plain["choices"][0]["text"]})[1]["tokens"][0]
+    status, banned = srv.post("/v1/completions", dict(base, logit_bias={str(first): -100}))
+    assert status == 200, banned
+    first_banned = srv.post("/tokenize", {"content": banned["choices"][0]["text"]})[1]["tokens"]
+    assert first_banned and first_banned[0] != first, (plain, banned)
+    bang = srv.post("/tokenize", {"content": "!"})[1]["tokens"][-1]
+    status, forced = srv.post("/v1/completions", dict(base, logit_bias={str(bang): 100}))
+    assert status == 200 and forced["choices"][0]["text"] == "!" * 6, forced
+    # A frequency penalty that grows with each use stops the forced token from repeating forever
+    # only if it outweighs the bias; +100 always wins: the penalty is applied, not rejected.
+    status, _ = srv.post("/v1/completions", dict(base, frequency_penalty=2, presence_penalty=2))
+    assert status == 200
+
+
+def test_budget_without_max_tokens_counts_prompt_plus_128(srv, args):
+    """A chat request may generate to the end of the context, but its budget fraction counts the
+    prompt and 128 new tokens, as `qevict run`'s default -n does."""
+    facts = " ".join("Locker %d holds item %d." % (j, (j * 17) % 997) for j in range(60))
+    status, body = srv.post("/v1/chat/completions", {
+        "messages": [{"role": "user", "content": facts + " What does locker 7 hold?"}],
+        "temperature": 0, "kv": {"policy": "qevict", "budget": 0.1}, "cache_prompt": False})
+    assert status == 200, body
+    kv, prompt = body["kv"], body["usage"]["prompt_tokens"]
+    per_token = kv["full_fp16_bytes"] // kv["tokens_seen"]
+    assert abs(kv["budget_bytes"] - int(0.1 * (prompt + 128) * per_token)) <= 1, (kv, prompt)
+
+
+def test_api_key(args):
+    srv = ServerProcess(args.binary, args.model, "-t", "2", "--api-key", "sesame")
+    try:
+        assert srv.get("/health")[0] == 200
+        status, body = srv.get("/v1/models")
+        assert status == 401 and body and json.loads(body)["error"]["code"] == "invalid_api_key"
+        expect_error(curl(srv, "/v1/completions", "-d", '{"prompt": "hi", "max_tokens": 1}',
+                          "-H", "Authorization: Bearer wrong"), 401, code="invalid_api_key")
+        client = OpenAI(base_url=srv.url("/v1"), api_key="sesame", max_retries=0, timeout=120)
+        r = client.completions.create(model="any", prompt="Hello", max_tokens=2, temperature=0)
+        assert r.usage.completion_tokens >= 1, r
+    finally:
+        rc = srv.stop()
+    assert rc == 0, "server exit code %d: %s" % (rc, srv.stderr()[-2000:])
+    srv.remove_log()
+
+
 # ---- kept sessions: conversations that continue from their compressed cache --------------------
 
 def parcel_document(offset=0, chars=3000):
@@ -822,8 +885,10 @@ def main():
                test_load_8_streaming_clients, test_20_routed_requests_do_not_grow_rss,
                test_sessions_continue_like_one_process,
                test_sessions_divergent_history_never_reuses,
-               test_sessions_concurrent_conversations_are_isolated, test_metrics]
-    standalone = [test_admission_control, test_sessions_bounded_by_count_and_ttl,
+               test_sessions_concurrent_conversations_are_isolated,
+               test_tokenize_and_detokenize, test_penalties_and_logit_bias_change_the_output,
+               test_budget_without_max_tokens_counts_prompt_plus_128, test_metrics]
+    standalone = [test_admission_control, test_api_key, test_sessions_bounded_by_count_and_ttl,
                   test_sessions_50_come_and_go_under_the_memory_limit]
     passed = failed = 0
     t0 = time.time()
