@@ -74,6 +74,15 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure context_too_long "exceed the context" "$BIN" run -m "$MODEL" -p hi -n 9000
   expect_clean_failure negative_n "" "$BIN" run -m "$MODEL" -p hi -n -5
   expect_clean_failure bad_top_p "top-p" "$BIN" run -m "$MODEL" -p hi --temp 1 --top-p 0
+  # --chat-template: a name or a recognized Jinja file, else a clear error.
+  expect_clean_failure chat_template_name "neither a template name" "$BIN" run -m "$MODEL" -p hi --chat --chat-template vicuna
+  expect_clean_failure chat_template_file "not one qevict can render" "$BIN" run -m "$MODEL" -p hi --chat --chat-template /etc/hostname
+  if ! "$BIN" run -m "$MODEL" -p hi --chat-template chatml --system "Be brief." -n 2 --temp 0 >/dev/null 2>&1; then
+    echo "FAIL chat_template_chatml: --chat-template chatml with --system did not run"
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
   # qevict chat: a missing document, no room to answer, a conversation beyond the context.
   expect_clean_failure chat_missing_document "cannot read" "$BIN" chat -m "$MODEL" -f /nonexistent
   expect_clean_failure chat_zero_n "-n must be" "$BIN" chat -m "$MODEL" -n 0 </dev/null

@@ -24,6 +24,7 @@ struct ChatFlags {
   std::string model;
   std::string document;
   std::string system;
+  std::string chat_template;
   int n_predict = 512;
   SamplingFlags sampling;
   int threads = 0;
@@ -65,6 +66,7 @@ int Chat(const ChatFlags& f) {
   if (f.n_predict < 1) throw Error("-n must be >= 1 (tokens per answer)");
   const std::string document = f.document.empty() ? "" : ReadTextFile(f.document, "document");
   LoadedModel m = LoadedModel::Load(f.model);
+  if (!f.chat_template.empty()) m.OverrideChatTemplate(f.chat_template);
   const int64_t model_ctx = m.model->config().context_length;
   const int64_t context = f.ctx > 0 ? std::min(f.ctx, model_ctx) : model_ctx;
   ThreadPool pool(f.threads > 0 ? f.threads : ThreadPool::HardwareThreads());
@@ -145,6 +147,9 @@ std::function<int()> RegisterChat(CLI::App& app) {
   cmd->add_option("--system,--system-prompt", flags->system, "system message");
   cmd->add_option("-n,--n-predict", flags->n_predict, "most tokens per answer")
       ->capture_default_str();
+  cmd->add_option("--chat-template", flags->chat_template,
+                  "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a "
+                  "Jinja file of one of those families");
   AddSamplingFlags(*cmd, flags->sampling, "sampling seed (turn k uses seed + k - 1)");
   cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
   cmd->add_option("-c,--ctx,--ctx-size", flags->ctx,

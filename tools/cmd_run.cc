@@ -16,6 +16,7 @@ struct RunFlags {
   std::string prompt;
   std::string prompt_file;
   std::string system;
+  std::string chat_template;
   int n_predict = 128;
   bool chat = false;
   SamplingFlags sampling;
@@ -32,6 +33,7 @@ int Run(const RunFlags& f) {
   if (f.n_predict < -1) throw Error("-n must be >= 0, or -1 (until the context is full)");
   const std::string text = f.prompt_file.empty() ? f.prompt : ReadTextFile(f.prompt_file, "prompt file");
   LoadedModel m = LoadedModel::Load(f.model);
+  if (!f.chat_template.empty()) m.OverrideChatTemplate(f.chat_template);
   std::vector<int32_t> tokens;
   if (f.chat || !f.system.empty()) {  // a system message implies the chat template
     std::vector<ChatMessage> messages;
@@ -120,6 +122,9 @@ std::function<int()> RegisterRun(CLI::App& app) {
   cmd->add_flag("--chat", flags->chat, "wrap the prompt as a user message in the chat template");
   cmd->add_option("--system,--system-prompt", flags->system,
                   "system message (implies --chat)");
+  cmd->add_option("--chat-template", flags->chat_template,
+                  "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a "
+                  "Jinja file of one of those families");
   AddSamplingFlags(*cmd, flags->sampling, "sampling seed");
   cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
   cmd->add_option("-c,--ctx,--ctx-size", flags->ctx,

@@ -122,6 +122,9 @@ std::function<int()> RegisterServe(CLI::App& app) {
       ->check(CLI::Range(1, 604800));
   cmd->add_option("--alias", o.model_alias, "model id to report (default: the file name)");
   cmd->add_flag("-v,--verbose", o.log_requests, "log every response on stderr");
+  cmd->add_option("--chat-template", o.chat_template,
+                  "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a "
+                  "Jinja file of one of those families");
   cmd->add_option("--api-key", o.api_key,
                   "require 'Authorization: Bearer KEY' on every route but /health (401 otherwise)");
   AddKvFlags(*cmd, flags->kv, {true, false, ""});  // statistics: each response's kv object

@@ -1,5 +1,8 @@
 #include "engine/loaded_model.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "util/error.h"
 
 namespace qevict {
@@ -20,13 +23,39 @@ LoadedModel LoadedModel::Load(const std::string& path) {
   return m;
 }
 
+void LoadedModel::OverrideChatTemplate(const std::string& name_or_file) {
+  if (auto named = NamedChatTemplate(name_or_file)) {
+    chat = named;
+    chat_template_source = name_or_file;
+    return;
+  }
+  std::ifstream in(name_or_file, std::ios::binary);
+  if (!in) {
+    throw Error("--chat-template '" + name_or_file +
+                "' is neither a template name (chatml, llama3, llama2, gemma, phi3) nor a "
+                "readable file");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto parsed = ParseChatTemplate(text.str());
+  if (!parsed) {
+    throw Error("the chat template in '" + name_or_file +
+                "' is not one qevict can render (Jinja is not interpreted: ChatML, Llama-3.0, "
+                "Llama-2, Gemma and Phi-3 templates are recognized by their markers); give a "
+                "name instead: chatml, llama3, llama2, gemma or phi3");
+  }
+  chat = parsed;
+  chat_template_source = text.str();
+}
+
 std::vector<int32_t> LoadedModel::EncodeChat(const std::vector<ChatMessage>& messages,
                                              bool add_generation_prompt) const {
   if (!chat) {
     throw Error(chat_template_source.empty()
                     ? "the model has no chat template; use a raw prompt (without --chat)"
                     : "the model's chat template is not one qevict knows (ChatML, Llama-3, "
-                      "Llama-2); use a raw prompt (without --chat)");
+                      "Llama-2, Gemma, Phi-3); use a raw prompt (without --chat), or name the "
+                      "family with --chat-template");
   }
   const std::string text = RenderChat(*chat, messages, add_generation_prompt);
   // Templates write BOS themselves where the family wants it.

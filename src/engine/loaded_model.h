@@ -21,6 +21,10 @@ struct LoadedModel {
   // Throws qevict::Error with a message naming the file and the problem.
   static LoadedModel Load(const std::string& path);
 
+  // --chat-template: a family name (chatml, llama3, llama2, gemma, phi3) or a Jinja file whose
+  // family qevict recognizes, instead of the GGUF's template. Throws when it is neither.
+  void OverrideChatTemplate(const std::string& name_or_file);
+
   // The prompt tokens for a conversation; throws when the model has no known chat template.
   std::vector<int32_t> EncodeChat(const std::vector<ChatMessage>& messages,
                                   bool add_generation_prompt) const;

@@ -84,6 +84,7 @@ struct Server::State {
         scheduler(MakeSchedulerOptions(o)),
         sessions(SessionStoreOptions{o.max_sessions, std::chrono::seconds(o.session_ttl_seconds)}),
         metrics(o.slots) {
+    if (!o.chat_template.empty()) model.OverrideChatTemplate(o.chat_template);
     scheduler.set_held_memory(&sessions);
     const int64_t model_ctx = model.model->config().context_length;
     context.model = &model;

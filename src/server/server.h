@@ -34,6 +34,7 @@ struct ServerOptions {
   KvConfig kv;  // defaults for requests, validated
   bool log_requests = false;
   std::string api_key;  // "" : no authentication
+  std::string chat_template;  // --chat-template ("" : the model's)
 };
 
 class Server {

@@ -209,6 +209,17 @@ std::optional<ChatTemplate> ParseChatTemplate(std::string_view jinja_template) {
   return std::nullopt;
 }
 
+std::optional<ChatTemplate> NamedChatTemplate(std::string_view name) {
+  // The families' own markers, through the recognizer, so that a name renders exactly as the
+  // family's GGUF template would (BOS and EOS texts included).
+  if (name == "chatml") return ParseChatTemplate("<|im_start|>");
+  if (name == "llama3") return ParseChatTemplate("{{ bos_token }}<|start_header_id|>");
+  if (name == "llama2") return ParseChatTemplate("{{ bos_token }}[INST] <<SYS>>");
+  if (name == "gemma") return ParseChatTemplate("{{ bos_token }}<start_of_turn>");
+  if (name == "phi3") return ParseChatTemplate("<|user|><|end|>");
+  return std::nullopt;
+}
+
 const char* ChatStyleName(ChatStyle style) {
   switch (style) {
     case ChatStyle::kChatML:

@@ -38,6 +38,9 @@ struct ChatMessage {
 // message prefixed to the first user turn) and Phi-3 ("<|user|>" ... "<|end|>").
 std::optional<ChatTemplate> ParseChatTemplate(std::string_view jinja_template);
 const char* ChatStyleName(ChatStyle style);
+// A family by its name (chatml, llama3, llama2, gemma, phi3), as --chat-template takes it, with
+// the family's own BOS/EOS texts; nullopt for another name.
+std::optional<ChatTemplate> NamedChatTemplate(std::string_view name);
 
 // The prompt text for these messages, exactly as the Jinja template would render it; with
 // add_generation_prompt the assistant header is appended so generation starts the reply.

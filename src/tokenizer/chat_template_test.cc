@@ -72,6 +72,30 @@ TEST(ChatTemplateTest, MatchesJinjaForLlamaGemmaAndPhi3) {
   }
 }
 
+// --chat-template NAME renders as the family's real template does (the jinja2 goldens).
+TEST(ChatTemplateTest, NamedTemplatesRenderAsTheirFamilies) {
+  const nlohmann::json golden = testing::LoadGolden("tokenizer_chat.json");
+  for (const nlohmann::json& family : golden["families"]) {
+    const std::optional<ChatTemplate> tmpl =
+        NamedChatTemplate(family["name"].get<std::string>());
+    ASSERT_TRUE(tmpl.has_value()) << family["name"];
+    EXPECT_EQ(tmpl->renders_bos, family["renders_bos"].get<bool>()) << family["name"];
+    EXPECT_EQ(tmpl->bos_token, family["bos_token"].get<std::string>()) << family["name"];
+    EXPECT_EQ(tmpl->eos_token, family["eos_token"].get<std::string>()) << family["name"];
+    for (const nlohmann::json& chat : family["chats"]) {
+      if (chat["rendered"].is_null()) continue;
+      EXPECT_EQ(RenderChat(*tmpl, Messages(chat["messages"]), chat["add_generation_prompt"]),
+                chat["rendered"].get<std::string>())
+          << family["name"] << " " << chat["messages"].dump();
+    }
+  }
+  const std::optional<ChatTemplate> chatml = NamedChatTemplate("chatml");
+  ASSERT_TRUE(chatml.has_value());
+  EXPECT_EQ(RenderChat(*chatml, {{"user", "hi"}}, true),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_FALSE(NamedChatTemplate("vicuna").has_value());
+}
+
 TEST(ChatTemplateTest, UnknownTemplatesAreNotGuessed) {
   EXPECT_FALSE(ParseChatTemplate("").has_value());
   EXPECT_FALSE(ParseChatTemplate("{% for m in messages %}<|usr|>{{ m.content }}{% endfor %}"));
