@@ -1,5 +1,8 @@
 #include "engine/generate.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace qevict {
 namespace {
 
@@ -13,6 +16,25 @@ size_t SequenceLength(unsigned char lead) {
 }
 
 }  // namespace
+
+TokenLogprob TokenLogprobs(std::span<const float> logits, int32_t token, int top) {
+  float max = logits[0];
+  for (float l : logits) max = std::max(max, l);
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - max));
+  const float log_z = max + static_cast<float>(std::log(sum));
+  TokenLogprob out;
+  out.token = token;
+  out.logprob = logits[token] - log_z;
+  const size_t n = std::min(logits.size(), static_cast<size_t>(std::max(0, top)));
+  std::vector<int32_t> ids(logits.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  for (size_t i = 0; i < n; ++i) out.top.emplace_back(ids[i], logits[ids[i]] - log_z);
+  return out;
+}
 
 std::string Utf8Stream::Push(std::string_view bytes) {
   pending_.append(bytes);
@@ -57,6 +79,9 @@ GenerateResult Generate(Session& session, const Tokenizer& tokenizer, std::span<
       break;
     }
     result.tokens.push_back(token);
+    if (options.top_logprobs >= 0) {
+      result.logprobs.push_back(TokenLogprobs(logits, token, options.top_logprobs));
+    }
     result.text += utf8.Push(tokenizer.TokenToPiece(token));
     size_t safe = result.text.size();
     bool stopped = false;

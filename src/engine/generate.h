@@ -2,6 +2,8 @@
 #pragma once
 
 #include <functional>
+#include <span>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,8 +14,20 @@
 
 namespace qevict {
 
+// A generated token's log-probability and the most likely alternatives at its step.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;  // most likely first
+};
+
+// Log-probabilities under the model's own distribution (softmax of the logits at temperature 1,
+// before sampling's temperature, penalties and truncation, as OpenAI reports them).
+TokenLogprob TokenLogprobs(std::span<const float> logits, int32_t token, int top);
+
 struct GenerateOptions {
   int max_new_tokens = 128;
+  int top_logprobs = -1;  // >= 0: record each token's logprob and this many alternatives
   SamplerOptions sampling;
   std::vector<std::string> stop;  // stop strings (not included in the output)
   // Called with each chunk of complete UTF-8 text as it is produced; return false to stop.
@@ -24,6 +38,7 @@ struct GenerateResult {
   std::vector<int32_t> tokens;  // generated ids (end-of-generation token excluded)
   std::string text;
   std::string finish_reason;  // "stop" (EOG or stop string), "length", or "cancelled"
+  std::vector<TokenLogprob> logprobs;  // one per token, with options.top_logprobs >= 0
 };
 
 // Continues a session whose prompt has been prefilled; `logits` are those Prefill returned.

@@ -99,6 +99,7 @@ GenerationJob MakeJob(const ServerContext& ctx, PreparedRequest& request) {
   job.sampling.logit_bias = request.params.logit_bias;
   job.sampling.seed = request.params.seed ? *request.params.seed : std::random_device{}();
   job.stop = request.params.stop;
+  job.top_logprobs = request.params.top_logprobs;
   job.kv = request.params.kv;
   job.batch = ctx.batch;
   job.keep = request.params.cache_prompt;
@@ -184,8 +185,11 @@ bool StreamGeneration(const ServerContext& ctx, GenerationRun& run, const Respon
     } else {
       const Usage usage{static_cast<int64_t>(run.job().prompt.size()),
                         static_cast<int64_t>(outcome.result.tokens.size()), run.reused_tokens()};
+      const json logprobs = LogprobsJson(h, *ctx.model->tokenizer, outcome.result.logprobs,
+                                         run.job().top_logprobs >= 0);
       if (!WriteEvent(sink, SseEvent(FinishChunk(h, outcome.result.finish_reason,
-                                                 KvStatsJson(run.job().kv.policy, outcome.kv))))) {
+                                                 KvStatsJson(run.job().kv.policy, outcome.kv),
+                                                 logprobs)))) {
         return false;
       }
       if (include_usage && !WriteEvent(sink, SseEvent(UsageChunk(h, usage)))) return false;
@@ -224,7 +228,9 @@ bool WholeGeneration(const ServerContext& ctx, GenerationRun& run, const Respons
       const Usage usage{static_cast<int64_t>(run.job().prompt.size()),
                         static_cast<int64_t>(outcome.result.tokens.size()), run.reused_tokens()};
       body = CompletionBody(h, outcome.result.text, outcome.result.finish_reason, usage,
-                            KvStatsJson(run.job().kv.policy, outcome.kv));
+                            KvStatsJson(run.job().kv.policy, outcome.kv),
+                            LogprobsJson(h, *ctx.model->tokenizer, outcome.result.logprobs,
+                                         run.job().top_logprobs >= 0));
     }
   }
   if (!WriteEvent(sink, DumpJson(body))) return false;

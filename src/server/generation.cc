@@ -61,6 +61,7 @@ GenerationOutcome GenerationRun::Generate(const std::function<bool(std::string_v
   go.max_new_tokens = static_cast<int>(job_.max_tokens);
   go.sampling = job_.sampling;
   go.stop = job_.stop;
+  go.top_logprobs = job_.top_logprobs;
   auto last_publish = std::chrono::steady_clock::now();
   const int64_t generated_before = session.timings().generated_tokens;
   go.on_text = [&](std::string_view text) {

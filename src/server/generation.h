@@ -31,6 +31,7 @@ struct GenerationJob {
   int64_t budget_new_tokens = 16;  // new tokens the budget fraction counts (<= max_tokens)
   SamplerOptions sampling;
   std::vector<std::string> stop;
+  int top_logprobs = -1;  // >= 0: report log-probabilities (GenerateOptions::top_logprobs)
   KvConfig kv;
   int batch = 256;  // prompt tokens per forward pass (kv.prefill_chunk overrides when > 0)
   int64_t n_ctx = 0;  // tokens the conversation may hold over all its turns (> 0)

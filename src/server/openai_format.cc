@@ -75,17 +75,59 @@ json KvStatsJson(const std::string& policy, const KvStats& s) {
   return j;
 }
 
+json LogprobsJson(const ResponseHeader& h, const Tokenizer& tokenizer,
+                  const std::vector<TokenLogprob>& logprobs, bool asked) {
+  if (!asked) return nullptr;
+  auto bytes = [](const std::string& piece) {
+    json out = json::array();
+    for (unsigned char c : piece) out.push_back(static_cast<int>(c));
+    return out;
+  };
+  if (h.endpoint == Endpoint::kChat) {
+    json content = json::array();
+    for (const TokenLogprob& t : logprobs) {
+      const std::string piece = tokenizer.TokenToPiece(t.token);
+      json top = json::array();
+      for (const auto& [id, lp] : t.top) {
+        const std::string alt = tokenizer.TokenToPiece(id);
+        top.push_back({{"token", alt}, {"logprob", lp}, {"bytes", bytes(alt)}});
+      }
+      content.push_back(
+          {{"token", piece}, {"logprob", t.logprob}, {"bytes", bytes(piece)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  size_t offset = 0;
+  for (const TokenLogprob& t : logprobs) {
+    const std::string piece = tokenizer.TokenToPiece(t.token);
+    tokens.push_back(piece);
+    token_logprobs.push_back(t.logprob);
+    json alternatives = json::object();
+    for (const auto& [id, lp] : t.top) alternatives[tokenizer.TokenToPiece(id)] = lp;
+    top.push_back(alternatives);
+    offsets.push_back(offset);
+    offset += piece.size();
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top},
+          {"text_offset", offsets}};
+}
+
 json CompletionBody(const ResponseHeader& h, const std::string& text,
-                    const std::string& finish_reason, const Usage& usage, const json& kv) {
+                    const std::string& finish_reason, const Usage& usage, const json& kv,
+                    const json& logprobs) {
   json choice;
   if (h.endpoint == Endpoint::kChat) {
     choice = {{"index", 0},
               {"message", {{"role", "assistant"}, {"content", text}}},
-              {"logprobs", nullptr},
+              {"logprobs", logprobs},
               {"finish_reason", finish_reason}};
   } else {
     choice = {
-        {"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+        {"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
   }
   json body = Envelope(h, /*chunk=*/false, json::array({std::move(choice)}));
   body["usage"] = UsageJson(usage);
@@ -103,8 +145,10 @@ json TextChunk(const ResponseHeader& h, std::string_view text) {
   return Envelope(h, true, json::array({ChunkChoice(h, {{"content", text}}, text, nullptr)}));
 }
 
-json FinishChunk(const ResponseHeader& h, const std::string& finish_reason, const json& kv) {
+json FinishChunk(const ResponseHeader& h, const std::string& finish_reason, const json& kv,
+                 const json& logprobs) {
   json chunk = Envelope(h, true, json::array({ChunkChoice(h, json::object(), "", finish_reason)}));
+  if (!logprobs.is_null()) chunk["choices"][0]["logprobs"] = logprobs;
   if (!kv.is_null()) chunk["kv"] = kv;
   return chunk;
 }

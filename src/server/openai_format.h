@@ -7,7 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include "engine/generate.h"
 #include "kv/kv_cache.h"
+#include "tokenizer/tokenizer.h"
 
 namespace qevict::server {
 
@@ -34,17 +36,24 @@ nlohmann::json UsageJson(const Usage& usage);
 nlohmann::json KvStatsJson(const std::string& policy, const KvStats& stats);
 
 // A whole (non-streamed) response.
+// OpenAI's logprobs object for the generated tokens (chat: {"content": [...]}; completions:
+// tokens / token_logprobs / top_logprobs / text_offset); null when none were asked for.
+nlohmann::json LogprobsJson(const ResponseHeader& header, const Tokenizer& tokenizer,
+                            const std::vector<TokenLogprob>& logprobs, bool asked);
+
 nlohmann::json CompletionBody(const ResponseHeader& header, const std::string& text,
                               const std::string& finish_reason, const Usage& usage,
-                              const nlohmann::json& kv);
+                              const nlohmann::json& kv,
+                              const nlohmann::json& logprobs = nullptr);
 
 // Streamed chunks. The first chat chunk carries the role; text chunks carry content; the last
 // carries the finish reason (and the kv extension object); with stream_options.include_usage a
 // final chunk with empty choices carries the usage.
 nlohmann::json RoleChunk(const ResponseHeader& header);
 nlohmann::json TextChunk(const ResponseHeader& header, std::string_view text);
+// Streams carry the logprobs of the whole answer in the finish chunk (docs/server.md).
 nlohmann::json FinishChunk(const ResponseHeader& header, const std::string& finish_reason,
-                           const nlohmann::json& kv);
+                           const nlohmann::json& kv, const nlohmann::json& logprobs = nullptr);
 nlohmann::json UsageChunk(const ResponseHeader& header, const Usage& usage);
 
 // "data: <json>\n\n"

@@ -29,11 +29,6 @@ void RejectUnsupported(const json& body) {
   if (const json* echo = OptionalField(body, "echo")) {
     if (GetBool(*echo, "echo")) Reject("echo is not supported", "echo", "unsupported");
   }
-  if (const json* logprobs = OptionalField(body, "logprobs")) {
-    if (!(logprobs->is_boolean() && !logprobs->get<bool>())) {
-      Reject("logprobs are not supported", "logprobs", "unsupported");
-    }
-  }
   if (const json* suffix = OptionalField(body, "suffix")) {
     if (!(suffix->is_string() && suffix->get<std::string>().empty())) {
       Reject("suffix is not supported", "suffix", "unsupported");
@@ -314,6 +309,16 @@ std::variant<ChatRequest, ApiError> ParseChatRequest(std::string_view body,
     ChatRequest request;
     request.messages = ParseMessages(parsed);
     request.params = ParseGenerationParams(parsed, defaults, "max_completion_tokens");
+    const json* logprobs = OptionalField(parsed, "logprobs");
+    const bool wants = logprobs != nullptr && GetBool(*logprobs, "logprobs");
+    if (const json* top = OptionalField(parsed, "top_logprobs")) {
+      if (!wants) {
+        Reject("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+      }
+      request.params.top_logprobs = static_cast<int>(GetIntegerIn(*top, "top_logprobs", 0, 20));
+    } else if (wants) {
+      request.params.top_logprobs = 0;
+    }
     return request;
   } catch (const RequestRejected& rejected) {
     return rejected.error;
@@ -327,6 +332,9 @@ std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_vie
     CompletionRequest request;
     ParsePrompt(parsed, defaults.vocab_size, request);
     request.params = ParseGenerationParams(parsed, defaults, "max_tokens");
+    if (const json* logprobs = OptionalField(parsed, "logprobs")) {
+      request.params.top_logprobs = static_cast<int>(GetIntegerIn(*logprobs, "logprobs", 0, 5));
+    }
     return request;
   } catch (const RequestRejected& rejected) {
     return rejected.error;

@@ -40,6 +40,9 @@ struct GenerationParams {
   float frequency_penalty = 0.0f;
   std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI's: token id -> [-100, 100]
   std::optional<uint64_t> seed;   // nullopt: a fresh random seed
+  // Log-probabilities: -1 none; else each token's and this many alternatives (chat: logprobs
+  // true + top_logprobs 0-20; completions: logprobs 0-5).
+  int top_logprobs = -1;
   std::vector<std::string> stop;  // at most 4, none empty
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -229,7 +229,24 @@ TEST(RequestTest, BadCompletionPromptsAre400) {
   EXPECT_EQ(CompletionError(R"({"prompt": [1, 1000]})").param, "prompt[1]");
   EXPECT_EQ(CompletionError(R"({"prompt": [1, -1]})").param, "prompt[1]");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "echo": true})").param, "echo");
-  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": 2})").param, "logprobs");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": 6})").param, "logprobs");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": true})").param, "logprobs");
+}
+
+TEST(RequestTest, LogprobsAsEachEndpointSpellsThem) {
+  EXPECT_EQ(Chat(std::string("{") + kHello + "}").params.top_logprobs, -1);
+  EXPECT_EQ(Chat(std::string("{") + kHello + R"(, "logprobs": true})").params.top_logprobs, 0);
+  EXPECT_EQ(Chat(std::string("{") + kHello + R"(, "logprobs": true, "top_logprobs": 3})")
+                .params.top_logprobs,
+            3);
+  EXPECT_EQ(ChatError(std::string("{") + kHello + R"(, "top_logprobs": 3})").param,
+            "top_logprobs");
+  EXPECT_EQ(ChatError(std::string("{") + kHello + R"(, "logprobs": true, "top_logprobs": 21})")
+                .param,
+            "top_logprobs");
+  auto r = ParseCompletionRequest(R"({"prompt": "x", "logprobs": 2})", Defaults());
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(r));
+  EXPECT_EQ(std::get<CompletionRequest>(r).params.top_logprobs, 2);
 }
 
 TEST(RequestTest, InvalidUtf8Is400) {

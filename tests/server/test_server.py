@@ -555,6 +555,32 @@ def test_penalties_and_logit_bias_change_the_output(srv, args):
     assert status == 200
 
 
+def test_logprobs(srv, args):
+    r = srv.client().chat.completions.create(model="any", messages=CAPITAL, max_tokens=8,
+                                             temperature=0, logprobs=True, top_logprobs=3)
+    content = r.choices[0].logprobs.content
+    assert len(content) == r.usage.completion_tokens, (len(content), r.usage)
+    assert "".join(t.token for t in content).startswith(r.choices[0].message.content.strip()[:3])
+    for t in content:
+        assert t.logprob <= 0 and len(t.top_logprobs) == 3, t
+        # Greedy: the chosen token is the most likely one.
+        assert abs(t.top_logprobs[0].logprob - t.logprob) < 1e-6, t
+        assert t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob >= t.top_logprobs[2].logprob
+    status, body = srv.post("/v1/completions", {"prompt": "The capital of France is",
+                                                "max_tokens": 4, "temperature": 0, "logprobs": 2})
+    assert status == 200, body
+    lp = body["choices"][0]["logprobs"]
+    assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == 4, lp
+    assert all(len(alternatives) <= 2 for alternatives in lp["top_logprobs"]), lp
+    assert "".join(lp["tokens"]) == body["choices"][0]["text"], lp
+    stream = srv.client().chat.completions.create(model="any", messages=CAPITAL, max_tokens=4,
+                                                  temperature=0, logprobs=True, stream=True)
+    last = [c for c in stream if c.choices and c.choices[0].finish_reason][-1]
+    assert len(last.choices[0].logprobs.content) >= 1, last
+    status, plain = srv.post("/v1/completions", {"prompt": "Hi", "max_tokens": 2})
+    assert plain["choices"][0]["logprobs"] is None, plain
+
+
 def test_budget_without_max_tokens_counts_prompt_plus_128(srv, args):
     """A chat request may generate to the end of the context, but its budget fraction counts the
     prompt and 128 new tokens, as `qevict run`'s default -n does."""
@@ -887,6 +913,7 @@ def main():
                test_sessions_divergent_history_never_reuses,
                test_sessions_concurrent_conversations_are_isolated,
                test_tokenize_and_detokenize, test_penalties_and_logit_bias_change_the_output,
+               test_logprobs,
                test_budget_without_max_tokens_counts_prompt_plus_128, test_metrics]
     standalone = [test_admission_control, test_api_key, test_sessions_bounded_by_count_and_ttl,
                   test_sessions_50_come_and_go_under_the_memory_limit]
