@@ -7,7 +7,10 @@
 namespace qevict {
 namespace {
 
-constexpr char kSentinel[] = "\x1fQEVICT_ANSWER\x1f";
+// A marker rendered through a template as an assistant answer and found again. It neither
+// starts nor ends with a character Python counts as whitespace (\x1f is one): templates that
+// trim message content (Llama-3, Gemma) would strip it.
+constexpr char kSentinel[] = "[\x1fQEVICT_ANSWER\x1f]";
 
 std::string FirstUserMessage(const EvalTask& task) {
   if (task.kind != TaskKind::kQuestions) return task.context;

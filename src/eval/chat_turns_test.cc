@@ -105,10 +105,28 @@ TEST(PromptTextsTest, ChatWithoutContextAsksTheQuestionAlone) {
   EXPECT_EQ(texts.first, "<|im_start|>user\nWhat is Alice's number?<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// Templates that trim message content render the later turns too (a sentinel answer made of
+// Python whitespace at its ends used to be stripped, failing an internal check).
+TEST(PromptTextsTest, ChatLaterTurnsThroughTrimmingTemplates) {
+  ChatTemplate gemma;
+  gemma.style = ChatStyle::kGemma;
+  const TurnTexts texts = BuildTurnTexts(ThreeTurns(), PromptStyle::kChat, &gemma);
+  ASSERT_EQ(texts.later.size(), 2u);
+  EXPECT_EQ(texts.later[0],
+            "<end_of_turn>\n<start_of_turn>user\nWhat is Bob's number?<end_of_turn>\n"
+            "<start_of_turn>model\n");
+  ChatTemplate llama3;
+  llama3.style = ChatStyle::kLlama3;
+  const TurnTexts l3 = BuildTurnTexts(ThreeTurns(), PromptStyle::kChat, &llama3);
+  ASSERT_EQ(l3.later.size(), 2u);
+  EXPECT_TRUE(l3.later[1].starts_with("<|eot_id|>")) << l3.later[1];
+  EXPECT_NE(l3.later[1].find("And Alice's again?"), std::string::npos) << l3.later[1];
+}
+
 TEST(PromptTextsTest, AQuestionTaskWithoutTurnsIsAnError) {
   EvalTask task;
   task.id = "empty";
-  task.context = "c";
+  task.context.push_back('c');  // not = "c": GCC 12's -Wrestrict misfires here
   EXPECT_THROW(BuildTurnTexts(task, PromptStyle::kCompletion, nullptr), Error);
 }
 
