@@ -174,6 +174,61 @@ TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
   EXPECT_NE(table.find("Prompt style: completion"), std::string::npos) << table;
 }
 
+// --protocol context-only: the first prefill ends with the context (the cache is compressed
+// there, in prompt-end mode) and every question comes as a later turn. The full cache reads the
+// same tokens as with the question in the prompt, split in two, and answers the same; every row,
+// the summary's cells and the table say which protocol they ran.
+TEST(EvalRunTest, ContextOnlyAsksEveryQuestionAfterTheContext) {
+  QEVICT_REQUIRE_MODEL(m);
+  std::vector<json> runs[2];
+  for (const EvalProtocol protocol : {EvalProtocol::kQuestionInPrompt, EvalProtocol::kContextOnly}) {
+    const std::string name = EvalProtocolName(protocol);
+    EvalOptions o = TinyGrid(::testing::TempDir() + "/qevict_eval_protocol_" + name);
+    std::filesystem::remove_all(o.out_dir);
+    o.grid.tasks = {"drift"};
+    o.settings.policies = {"full", "snapkv"};
+    o.settings.bounded = false;
+    o.settings.prompt_end = true;
+    o.settings.protocol = protocol;
+    o.settings.prompt_style = PromptStyle::kCompletion;  // SmolLM2 solves drift this way
+    ASSERT_EQ(RunEval(o), 0);
+    std::vector<json>& rows = runs[protocol == EvalProtocol::kContextOnly ? 1 : 0];
+    rows = ReadRows(o.out_dir);
+    ASSERT_EQ(rows.size(), 2u);
+    for (const json& r : rows) {
+      EXPECT_EQ(r["protocol"], name);
+      EXPECT_EQ(r["scorer"], "substring");
+      ASSERT_EQ(r["turns"].size(), 4u);
+    }
+    std::ifstream summary_file(o.out_dir + "/summary.json");
+    const json summary = json::parse(summary_file);
+    EXPECT_EQ(summary["protocol"], name);
+    for (const json& c : summary["cells"]) EXPECT_EQ(c["protocol"], name);
+    std::ifstream table_file(o.out_dir + "/table.md");
+    const std::string table((std::istreambuf_iterator<char>(table_file)), {});
+    EXPECT_NE(table.find("Protocol: " + name + " ("), std::string::npos) << table;
+  }
+  const std::vector<json>& in_prompt = runs[0];
+  const std::vector<json>& context_only = runs[1];
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(context_only[i]["policy"].get<std::string>());
+    // The first prefill is shorter by the first question's turn, which is a later text.
+    const json& first = context_only[i]["turns"][0];
+    const std::string tail = first["prompt_tail"];
+    EXPECT_TRUE(tail.starts_with("\n\nQuestion: " + first["question"].get<std::string>())) << tail;
+    EXPECT_LT(context_only[i]["prompt_tokens"].get<int64_t>() + 10,
+              in_prompt[i]["prompt_tokens"].get<int64_t>());
+    EXPECT_EQ(in_prompt[i]["turns"][0]["prompt_tail"].get<std::string>(),
+              tail.substr(2));  // question-in-prompt: the first prompt from the question on
+  }
+  EXPECT_EQ(context_only[0]["policy"], "full");
+  for (size_t t = 0; t < 4; ++t) {
+    EXPECT_EQ(context_only[0]["turns"][t]["output"], in_prompt[0]["turns"][t]["output"]) << t;
+  }
+  EXPECT_EQ(context_only[0]["total_tokens"], in_prompt[0]["total_tokens"]);
+  EXPECT_EQ(context_only[0]["accuracy"], 1.0) << context_only[0]["turns"].dump();
+}
+
 // --shard K/N: contiguous blocks that together run every instance once.
 TEST(EvalRunTest, ShardsPartitionTheInstances) {
   QEVICT_REQUIRE_MODEL(m);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "eval/answer_match.h"
 #include "eval/eval_run.h"
 #include "policy/registry.h"
 #include "tools/commands.h"
@@ -31,6 +32,8 @@ struct EvalFlags {
   std::string tag;
   std::string prefill_mode = "bounded";
   std::string prompt_style = "auto";
+  std::string protocol = "question-in-prompt";
+  std::string scorer = "substring";
   KvFlags kv;
 };
 
@@ -95,6 +98,8 @@ int Eval(const EvalFlags& f) {
                 "--kv-prefill-chunk > 0, or use --prefill-mode prompt-end");
   }
   o.settings.prompt_style = ParsePromptStyle(f.prompt_style);
+  o.settings.protocol = ParseEvalProtocol(f.protocol);
+  o.settings.scorer = ParseAnswerScorer(f.scorer).value();  // CLI11 checked the name
   o.settings.tag = f.tag;
   o.threads = f.threads;
   o.out_dir = f.out;
@@ -157,6 +162,20 @@ std::function<int()> RegisterEval(CLI::App& app) {
                   "in prompt_style")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "chat", "completion"}));
+  cmd->add_option("--protocol", flags->protocol,
+                  "where the cache is first compressed: question-in-prompt (after the context "
+                  "and the first question) or context-only (after the context alone, every "
+                  "question then asked as a later turn, as kvpress does); rows say which in "
+                  "protocol")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"question-in-prompt", "context-only"}));
+  cmd->add_option("--scorer", flags->scorer,
+                  "how answers are compared with the output: substring (the answer appears in "
+                  "it), exact (its first line equals the answer, SQuAD-normalized) or f1 (SQuAD "
+                  "token F1 of that line); a task file's \"scorer\" wins; rows say which in "
+                  "scorer")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"substring", "exact", "f1"}));
   cmd->add_flag("--no-progress", flags->no_progress, "no progress bar on stderr");
   AddKvFlags(*cmd, flags->kv);
   return [flags] { return Eval(*flags); };

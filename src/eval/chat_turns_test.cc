@@ -105,6 +105,90 @@ TEST(PromptTextsTest, ChatWithoutContextAsksTheQuestionAlone) {
   EXPECT_EQ(texts.first, "<|im_start|>user\nWhat is Alice's number?<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// Context-only: the first prompt ends with the context; the first question comes as a later
+// turn holding the rest of the question-in-prompt first prompt; later turns are unchanged.
+TEST(PromptTextsTest, ContextOnlyCompletionSplitsTheFirstPromptAtTheContextEnd) {
+  const EvalTask task = ThreeTurns();
+  const TurnTexts in_prompt = BuildTurnTexts(task, PromptStyle::kCompletion, nullptr);
+  const TurnTexts texts = BuildTurnTexts(task, PromptStyle::kCompletion, nullptr,
+                                         EvalProtocol::kContextOnly);
+  EXPECT_EQ(in_prompt.first_asks, 1u);
+  EXPECT_EQ(texts.first_asks, 0u);
+  EXPECT_EQ(texts.first, "Alice's number is 12. Bob's number is 34.");
+  ASSERT_EQ(texts.later.size(), 3u);
+  EXPECT_EQ(texts.later[0], "\n\nQuestion: What is Alice's number?\nAnswer: Alice's number is");
+  EXPECT_EQ(texts.first + texts.later[0], in_prompt.first);
+  EXPECT_EQ(std::vector<std::string>(texts.later.begin() + 1, texts.later.end()), in_prompt.later);
+  EXPECT_EQ(texts.tails, texts.later);  // every turn's prompt is a later text, whole
+}
+
+TEST(PromptTextsTest, ContextOnlyChatSplitsTheUserMessageAtTheContextEnd) {
+  const EvalTask task = ThreeTurns();
+  const ChatTemplate chatml = ChatMl();
+  const TurnTexts in_prompt = BuildTurnTexts(task, PromptStyle::kChat, &chatml);
+  const TurnTexts texts =
+      BuildTurnTexts(task, PromptStyle::kChat, &chatml, EvalProtocol::kContextOnly);
+  EXPECT_EQ(texts.first_asks, 0u);
+  EXPECT_EQ(texts.first, "<|im_start|>user\nAlice's number is 12. Bob's number is 34.");
+  ASSERT_EQ(texts.later.size(), 3u);
+  EXPECT_EQ(texts.later[0], "\n\nWhat is Alice's number?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(texts.first + texts.later[0], in_prompt.first);
+  EXPECT_EQ(std::vector<std::string>(texts.later.begin() + 1, texts.later.end()), in_prompt.later);
+  EXPECT_EQ(texts.tails, texts.later);
+  // Every template family: the parts joined are the question-in-prompt prompt, which the
+  // first part ends inside of, right after the context.
+  for (const ChatStyle style : {ChatStyle::kChatML, ChatStyle::kLlama3, ChatStyle::kLlama2,
+                                ChatStyle::kGemma, ChatStyle::kPhi3}) {
+    ChatTemplate chat;
+    chat.style = style;
+    chat.bos_token = "<s>";
+    chat.eos_token = "</s>";
+    SCOPED_TRACE(static_cast<int>(style));
+    const TurnTexts whole = BuildTurnTexts(task, PromptStyle::kChat, &chat);
+    const TurnTexts split =
+        BuildTurnTexts(task, PromptStyle::kChat, &chat, EvalProtocol::kContextOnly);
+    EXPECT_EQ(split.first + split.later.at(0), whole.first);
+    EXPECT_TRUE(split.first.ends_with(task.context)) << split.first;
+    EXPECT_TRUE(split.later[0].starts_with("\n\n" + task.turns[0].question)) << split.later[0];
+  }
+}
+
+TEST(PromptTextsTest, ContextOnlyNeedsAContextAndLeavesLongGenAlone) {
+  const ChatTemplate chatml = ChatMl();
+  EvalTask task = ThreeTurns();
+  for (const char* context : {"", " \n\t "}) {
+    task.context = context;
+    for (const PromptStyle style : {PromptStyle::kCompletion, PromptStyle::kChat}) {
+      try {
+        BuildTurnTexts(task, style, &chatml, EvalProtocol::kContextOnly);
+        ADD_FAILURE() << "no exception for context '" << context << "'";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("task t has no context"), std::string::npos)
+            << e.what();
+      }
+    }
+    EXPECT_NO_THROW(BuildTurnTexts(task, PromptStyle::kCompletion, nullptr));
+  }
+  EvalTask longgen;
+  longgen.id = "g";
+  longgen.kind = TaskKind::kLongGen;
+  longgen.context = "Continue the following text:\n\nOnce";
+  const TurnTexts texts = BuildTurnTexts(longgen, PromptStyle::kCompletion, nullptr,
+                                         EvalProtocol::kContextOnly);
+  EXPECT_EQ(texts.first, longgen.context);
+  EXPECT_TRUE(texts.later.empty());
+}
+
+TEST(PromptStyleTest, ProtocolNamesParse) {
+  for (const EvalProtocol p : {EvalProtocol::kQuestionInPrompt, EvalProtocol::kContextOnly}) {
+    EXPECT_EQ(ParseEvalProtocol(EvalProtocolName(p)), p);
+  }
+  EXPECT_STREQ(EvalProtocolName(EvalProtocol::kQuestionInPrompt), "question-in-prompt");
+  EXPECT_STREQ(EvalProtocolName(EvalProtocol::kContextOnly), "context-only");
+  EXPECT_THROW(ParseEvalProtocol("context"), Error);
+  EXPECT_THROW(ParseEvalProtocol(""), Error);
+}
+
 // Templates that trim message content render the later turns too (a sentinel answer made of
 // Python whitespace at its ends used to be stripped, failing an internal check).
 TEST(PromptTextsTest, ChatLaterTurnsThroughTrimmingTemplates) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "eval/answer_match.h"
 #include "eval/eval_report.h"
 #include "eval/eval_rows.h"
 #include "eval/policy_variant.h"
@@ -61,12 +62,22 @@ std::vector<EvalTask> Generate(const EvalOptions& o, const LoadedModel& model) {
   return tasks;
 }
 
-// The line above the tables: how the questions were put to the model.
-std::string PromptStyleLine(PromptStyle style) {
-  return style == PromptStyle::kChat
-             ? "Prompt style: chat (the model's chat template).\n\n"
-             : "Prompt style: completion (raw text, \"Question: ...\\nAnswer:\" and the answer "
-               "prefix).\n\n";
+// The lines above the tables: how the questions were put to the model and scored.
+std::string PromptStyleLine(const EvalSettings& settings) {
+  std::string text = settings.prompt_style == PromptStyle::kChat
+                         ? "Prompt style: chat (the model's chat template).\n\n"
+                         : "Prompt style: completion (raw text, \"Question: ...\\nAnswer:\" and "
+                           "the answer prefix).\n\n";
+  text += settings.protocol == EvalProtocol::kContextOnly
+              ? "Protocol: context-only (the cache is compressed after the context; every "
+                "question comes as a later turn).\n\n"
+              : "Protocol: question-in-prompt (the first question is part of the prompt the "
+                "cache is compressed after).\n\n";
+  if (settings.scorer != AnswerScorer::kSubstring) {
+    text += "Scorer: " + std::string(AnswerScorerName(settings.scorer)) +
+            " (on the output's first line, SQuAD-normalized) where a task names none.\n\n";
+  }
+  return text;
 }
 
 std::string IsoNow() {
@@ -113,10 +124,18 @@ int RunEval(const EvalOptions& o) {
   std::vector<int64_t> sizes;
   json skipped = json::array();
   for (EvalTask& t : tasks) {
-    const int64_t need = InstanceTokens(model, t, settings.prompt_style);
-    if (need > context) {
-      const std::string why = "needs " + std::to_string(need) + " tokens, more than the context of " +
-                              std::to_string(context);
+    std::string why;
+    int64_t need = 0;
+    try {
+      need = InstanceTokens(model, t, settings.prompt_style, settings.protocol);
+    } catch (const Error& e) {  // e.g. a task without a context under context-only
+      why = e.what();
+    }
+    if (why.empty() && need > context) {
+      why = "needs " + std::to_string(need) + " tokens, more than the context of " +
+            std::to_string(context);
+    }
+    if (!why.empty()) {
       std::fprintf(stderr, "qevict: skipping task %s: %s\n", t.id.c_str(), why.c_str());
       skipped.push_back({{"id", t.id}, {"reason", why}});
       continue;
@@ -169,9 +188,9 @@ int RunEval(const EvalOptions& o) {
   std::ofstream rows_out(rows_path, std::ios::trunc);
   if (!rows_out) throw Error("cannot write '" + rows_path + "'");
   const char* style = PromptStyleName(settings.prompt_style);
-  std::fprintf(stderr, "qevict eval: %zu task instances x %lld rows each, %s prompts -> %s\n",
+  std::fprintf(stderr, "qevict eval: %zu task instances x %lld rows each, %s prompts, %s -> %s\n",
                runnable.size(), static_cast<long long>(rows_per_instance), style,
-               o.out_dir.c_str());
+               EvalProtocolName(settings.protocol), o.out_dir.c_str());
 
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::HardwareThreads());
   ProgressBar progress(total_work, o.progress);
@@ -220,6 +239,8 @@ int RunEval(const EvalOptions& o) {
                   {"budgets", settings.budgets},
                   {"shadow", settings.shadow},
                   {"prompt_style", style},
+                  {"protocol", EvalProtocolName(settings.protocol)},
+                  {"scorer", AnswerScorerName(settings.scorer)},
                   {"prefill_modes", settings.bounded && settings.prompt_end
                                         ? json::array({"bounded", "prompt-end"})
                                     : settings.bounded ? json::array({"bounded"})
@@ -236,7 +257,7 @@ int RunEval(const EvalOptions& o) {
                   {"comparisons", stats["comparisons"]}};
   std::ofstream(o.out_dir + "/summary.json", std::ios::trunc) << summary.dump(1) << '\n';
   const std::string table = MarkdownTable(summary);
-  const std::string header = PromptStyleLine(settings.prompt_style);
+  const std::string header = PromptStyleLine(settings);
   std::ofstream(o.out_dir + "/table.md", std::ios::trunc)
       << "<!-- " << o.command_line << " -->\n\n" << header << table;
   std::printf("%s%s", header.c_str(), table.c_str());

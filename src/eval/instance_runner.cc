@@ -159,7 +159,7 @@ RunOutput RunOne(const LoadedModel& model, Session& session, Session* shadow,
                                             completion));
   } else {
     for (size_t t = 0; t < task.turns.size(); ++t) {
-      if (t > 0) logits = runner.Prompt(turns.later[t - 1]);
+      if (t >= turns.first_asks) logits = runner.Prompt(turns.later[t - turns.first_asks]);
       out.turn_tokens.push_back(Greedy(runner, *model.tokenizer, logits, task.max_new_tokens,
                                             completion));
     }
@@ -171,8 +171,8 @@ RunOutput RunOne(const LoadedModel& model, Session& session, Session* shadow,
 }
 
 json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns,
-         const std::string& policy, double budget, const RunOutput& run, const RunOutput* full,
-         double prefill_seconds, double wall_seconds, bool shadow) {
+         AnswerScorer scorer, const std::string& policy, double budget, const RunOutput& run,
+         const RunOutput* full, double prefill_seconds, double wall_seconds, bool shadow) {
   json row;
   row["task"] = task.task;
   row["id"] = task.id;
@@ -182,6 +182,7 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
   row["target_tokens"] = task.target_tokens;
   row["depth"] = task.depth >= 0.0 ? json(task.depth) : json(nullptr);
   row["prompt_style"] = PromptStyleName(turns.style);
+  row["scorer"] = AnswerScorerName(scorer);
   row["prompt_tokens"] = turns.first.size();
   row["total_tokens"] = run.stats.tokens_seen;
   const RunOutput& ref = full != nullptr ? *full : run;
@@ -210,7 +211,7 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
       double score_sum = 0.0;
       for (size_t t = 0; t < task.turns.size(); ++t) {
         const std::string text = model.tokenizer->Decode(run.turn_tokens[t]);
-        const double score = TurnScore(text, task.turns[t]);
+        const double score = TurnScore(text, task.turns[t], scorer);
         score_sum += score;
         turn_rows.push_back({{"question", task.turns[t].question},
                              {"prompt_tail", turns.tails[t]},
@@ -264,14 +265,16 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
 
 }  // namespace
 
-int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task, PromptStyle style) {
-  const TurnTokens turns = BuildTurnTokens(model, task, style);
+int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task, PromptStyle style,
+                       EvalProtocol protocol) {
+  const TurnTokens turns = BuildTurnTokens(model, task, style, protocol);
   return static_cast<int64_t>(turns.first.size()) + ExtraTokens(task, turns);
 }
 
 void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings& settings,
                  const EvalTask& task, const std::function<void(json)>& on_row) {
-  const TurnTokens turns = BuildTurnTokens(model, task, settings.prompt_style);
+  const TurnTokens turns =
+      BuildTurnTokens(model, task, settings.prompt_style, settings.protocol);
   const int64_t extra = ExtraTokens(task, turns);
   const int64_t prompt = static_cast<int64_t>(turns.first.size());
   const int64_t context = model.model->config().context_length;
@@ -366,10 +369,11 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
                            bounded ? std::span<const float>(own_logits) : prefix_logits,
                            reference);
     const std::string name = settings.tag.empty() ? policy : policy + "[" + settings.tag + "]";
-    json row = Row(model, task, turns, name, config.budget, out, reference,
-                   bounded ? own_prefill_seconds : prefill_seconds, Since(start),
-                   settings.shadow);
+    json row = Row(model, task, turns, task.scorer.value_or(settings.scorer), name, config.budget,
+                   out, reference, bounded ? own_prefill_seconds : prefill_seconds,
+                   Since(start), settings.shadow);
     row["prefill_mode"] = policy == "full" ? "full" : bounded ? "bounded" : "prompt-end";
+    row["protocol"] = EvalProtocolName(settings.protocol);
     row["prefill_chunk"] = bounded ? config.prefill_chunk : 0;
     on_row(std::move(row));
     return out;

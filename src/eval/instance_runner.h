@@ -42,12 +42,20 @@ struct EvalSettings {
   // How questions are put to the model (eval/chat_turns.h); rows say which in "prompt_style".
   // kAuto is resolved per model (ResolvePromptStyle).
   PromptStyle prompt_style = PromptStyle::kAuto;
+  // Where the first prefill ends (eval/chat_turns.h): after the first question
+  // (question-in-prompt) or after the context, every question then being a later turn
+  // (context-only); rows say which in "protocol".
+  EvalProtocol protocol = EvalProtocol::kQuestionInPrompt;
+  // How answers are compared with the output (eval/answer_match.h) in tasks that do not name
+  // their own scorer (EvalTask::scorer); rows say which in "scorer".
+  AnswerScorer scorer = AnswerScorer::kSubstring;
 };
 
 // Tokens an instance needs in its session (prompt + every later turn + generations): what the
 // model's context must hold. Throws qevict::Error for a task that cannot be run.
 int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task,
-                       PromptStyle style = PromptStyle::kAuto);
+                       PromptStyle style = PromptStyle::kAuto,
+                       EvalProtocol protocol = EvalProtocol::kQuestionInPrompt);
 
 // Runs every row of the instance and hands each to on_row as soon as it is done. Rows follow
 // the schema of docs/evaluation.md (see eval/eval_run.cc for the key list). Throws
