@@ -20,12 +20,23 @@ struct RowFields {
   std::string task, id, kind, policy;
   std::string prefill_mode;  // older rows: "full" for the full cache, else "prompt-end"
   std::string prompt_style;  // older rows: "chat"
+  std::string protocol;      // older rows: "question-in-prompt"
+  std::string scorer;        // older rows: "substring"
   double budget = 0.0;
   std::optional<int64_t> length;  // target_tokens when > 0
   std::optional<double> depth;
   bool infeasible = false;
 };
 RowFields ReadRowFields(const nlohmann::json& row);
+
+// What a row's questions were asked and scored under: prompt style, protocol and scorer,
+// joined. Rows that differ in it never share a cell, a comparison or a table.
+std::string RowConditions(const RowFields& f);
+
+// What identifies a row among the rows of runs: (model, seed, id, policy, budget, prefill mode)
+// and RowConditions. `qevict report` keeps the last row of each key; `qevict eval --resume`
+// skips an instance whose every row key is present.
+std::string RowKey(const RowFields& f);
 
 // "full", or "full[TAG]" of a tagged run.
 bool IsFullPolicy(const std::string& policy);
@@ -42,8 +53,8 @@ std::string ModelName(const std::string& model_path);
 // ("FILE:LINE: message") and an input without any row. Blank lines are skipped.
 std::vector<nlohmann::json> ReadRowsInput(const std::string& input);
 
-// Rows of several inputs, merged: a later row with the same (model, seed, id, policy, budget,
-// prefill mode, prompt style) replaces the earlier one in its place.
+// Rows of several inputs, merged: a later row with the same RowKey replaces the earlier one in
+// its place.
 struct MergedRows {
   std::vector<nlohmann::json> rows;
   int64_t replaced = 0;

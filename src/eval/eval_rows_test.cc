@@ -111,6 +111,20 @@ TEST(EvalRowsTest, LaterRowsReplaceEarlierOnes) {
   EXPECT_EQ(merged.replaced, 1);
   EXPECT_EQ(merged.rows[1]["accuracy"], 1.0);  // in the replaced row's place
   EXPECT_EQ(merged.rows[2]["model"], "gemma");
+  // Another protocol or scorer is another row; naming the defaults is not.
+  json context_only = json::parse(Line("qevict", "a", 0.5));
+  context_only["protocol"] = "context-only";
+  json f1 = json::parse(Line("qevict", "a", 0.5));
+  f1["scorer"] = "f1";
+  json defaults = json::parse(Line("qevict", "a", 0.25));
+  defaults["protocol"] = "question-in-prompt";
+  defaults["scorer"] = "substring";
+  merged.Add({context_only, f1, defaults});
+  ASSERT_EQ(merged.rows.size(), 7u);
+  EXPECT_EQ(merged.replaced, 2);
+  EXPECT_EQ(merged.rows[1]["accuracy"], 0.25);
+  EXPECT_EQ(RowKey(ReadRowFields(merged.rows[5])), RowKey(ReadRowFields(context_only)));
+  EXPECT_NE(RowKey(ReadRowFields(context_only)), RowKey(ReadRowFields(f1)));
 }
 
 TEST(ReportRunTest, MergesInputsAndWritesTheSummary) {
