@@ -28,6 +28,8 @@ struct EvalFlags {
   bool shadow = false;
   int fmm_horizon = 32;
   std::string out = "eval-out";
+  bool overwrite = false;
+  bool resume = false;
   bool no_progress = false;
   std::string tag;
   std::string prefill_mode = "bounded";
@@ -103,6 +105,8 @@ int Eval(const EvalFlags& f) {
   o.settings.tag = f.tag;
   o.threads = f.threads;
   o.out_dir = f.out;
+  o.overwrite = f.overwrite;
+  o.resume = f.resume;
   o.command_line = CommandLine();
   o.progress = !f.no_progress;
   return RunEval(o);
@@ -145,6 +149,13 @@ std::function<int()> RegisterEval(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd->add_option("-o,--out", flags->out, "output directory")->capture_default_str();
+  cmd->add_flag("--overwrite", flags->overwrite,
+                "start over when OUT/rows.jsonl already holds rows (they are lost); without it "
+                "or --resume such a directory is refused");
+  cmd->add_flag("--resume", flags->resume,
+                "keep the rows already in OUT/rows.jsonl and run only the instances missing a "
+                "row (same model, seed, policies, budgets, prefill modes, prompt style, protocol "
+                "and scorer); the summary covers every row");
   cmd->add_option("--tag", flags->tag,
                   "suffix for every row's policy name, policy[TAG] (ablation runs merged into one "
                   "report, e.g. --kv-bits 4 --tag bits4)");

@@ -42,8 +42,9 @@ std::string JsonMessage(const std::exception& e) {
   return at == std::string::npos ? what : what.substr(at + 2);
 }
 
-// The row of one line, or a message saying why the line is not one.
-json ParseRow(const std::string& line, std::string& why) {
+}  // namespace
+
+json ParseRowLine(const std::string& line, std::string& why) {
   json row;
   try {
     row = json::parse(line);
@@ -67,8 +68,6 @@ json ParseRow(const std::string& line, std::string& why) {
   }
   return row;
 }
-
-}  // namespace
 
 RowFields ReadRowFields(const json& row) {
   RowFields f;
@@ -138,7 +137,7 @@ std::vector<json> ReadRowsInput(const std::string& input) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) return;
     std::string why;
-    json row = ParseRow(line, why);
+    json row = ParseRowLine(line, why);
     if (row.is_null()) throw Error(path + ":" + std::to_string(line_number) + ": " + why);
     rows.push_back(std::move(row));
   };

@@ -48,6 +48,10 @@ std::string PolicyFamily(const std::string& policy);
 // "models/SmolLM2-135M-Instruct.Q4_1.gguf" -> "SmolLM2-135M-Instruct.Q4_1".
 std::string ModelName(const std::string& model_path);
 
+// The row of one line of a rows file, or null with `why` saying why the line is not one (not
+// JSON, not an object, no string "task", "id", "policy" or no number "budget").
+nlohmann::json ParseRowLine(const std::string& line, std::string& why);
+
 // The rows of a rows.jsonl, a gzip-compressed rows.jsonl.gz, or a directory holding one of them.
 // Throws qevict::Error for a missing or unreadable input, a line that is not a row
 // ("FILE:LINE: message") and an input without any row. Blank lines are skipped.

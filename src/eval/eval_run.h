@@ -31,6 +31,10 @@ struct EvalOptions {
   EvalSettings settings;
   int threads = 0;           // 0: every core
   std::string out_dir = "eval-out";
+  // When out_dir/rows.jsonl already holds rows (eval/eval_resume.h): start over (overwrite), or
+  // keep them and run only the instances missing a row (resume); with neither, RunEval throws.
+  bool overwrite = false;
+  bool resume = false;
   std::string command_line;  // recorded in summary.json
   bool progress = true;
   // Shard `shard` of `shards`: only that contiguous block of the instances (after skipping those
