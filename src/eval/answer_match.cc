@@ -2,6 +2,8 @@
 #include "eval/answer_match.h"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "eval/squad_match.h"
 
@@ -15,6 +17,32 @@ bool IsMatchSpace(char c) {
 bool AppearsNormalized(std::string_view normalized_output, std::string_view answer) {
   const std::string needle = NormalizeForMatch(answer);
   return !needle.empty() && normalized_output.find(needle) != std::string_view::npos;
+}
+
+// The spellings of an enum's values (task files, flags, rows), the first one the default.
+template <typename Enum>
+using NameTable = std::array<std::pair<Enum, std::string_view>, 3>;
+
+constexpr NameTable<TurnScoring> kScoringNames = {
+    {{TurnScoring::kAny, "any"}, {TurnScoring::kAll, "all"}, {TurnScoring::kShare, "share"}}};
+constexpr NameTable<AnswerScorer> kScorerNames = {{{AnswerScorer::kSubstring, "substring"},
+                                                   {AnswerScorer::kExact, "exact"},
+                                                   {AnswerScorer::kF1, "f1"}}};
+
+template <typename Enum>
+std::string_view NameOf(const NameTable<Enum>& table, Enum value) {
+  for (const auto& [e, name] : table) {
+    if (e == value) return name;
+  }
+  return table.front().second;
+}
+
+template <typename Enum>
+std::optional<Enum> Named(const NameTable<Enum>& table, std::string_view name) {
+  for (const auto& [e, spelled] : table) {
+    if (spelled == name) return e;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -75,36 +103,16 @@ bool TurnCorrect(std::string_view output, const EvalTurn& turn, AnswerScorer sco
   return TurnScore(output, turn, scorer) == 1.0;
 }
 
-std::string_view TurnScoringName(TurnScoring scoring) {
-  switch (scoring) {
-    case TurnScoring::kAny: return "any";
-    case TurnScoring::kAll: return "all";
-    case TurnScoring::kShare: return "share";
-  }
-  return "any";
-}
+std::string_view TurnScoringName(TurnScoring scoring) { return NameOf(kScoringNames, scoring); }
 
 std::optional<TurnScoring> ParseTurnScoring(std::string_view name) {
-  for (const TurnScoring s : {TurnScoring::kAny, TurnScoring::kAll, TurnScoring::kShare}) {
-    if (name == TurnScoringName(s)) return s;
-  }
-  return std::nullopt;
+  return Named(kScoringNames, name);
 }
 
-std::string_view AnswerScorerName(AnswerScorer scorer) {
-  switch (scorer) {
-    case AnswerScorer::kSubstring: return "substring";
-    case AnswerScorer::kExact: return "exact";
-    case AnswerScorer::kF1: return "f1";
-  }
-  return "substring";
-}
+std::string_view AnswerScorerName(AnswerScorer scorer) { return NameOf(kScorerNames, scorer); }
 
 std::optional<AnswerScorer> ParseAnswerScorer(std::string_view name) {
-  for (const AnswerScorer s : {AnswerScorer::kSubstring, AnswerScorer::kExact, AnswerScorer::kF1}) {
-    if (name == AnswerScorerName(s)) return s;
-  }
-  return std::nullopt;
+  return Named(kScorerNames, name);
 }
 
 }  // namespace qevict

@@ -107,34 +107,33 @@ TEST(PromptTextsTest, ChatWithoutContextAsksTheQuestionAlone) {
 
 // Context-only: the first prompt ends with the context; the first question comes as a later
 // turn holding the rest of the question-in-prompt first prompt; later turns are unchanged.
+void ExpectFirstPromptSplitAtContextEnd(const TurnTexts& in_prompt, const TurnTexts& split) {
+  EXPECT_EQ(in_prompt.first_asks, 1u);
+  EXPECT_EQ(split.first_asks, 0u);
+  ASSERT_EQ(split.later.size(), in_prompt.later.size() + 1);
+  EXPECT_EQ(split.first + split.later[0], in_prompt.first);
+  EXPECT_EQ(std::vector<std::string>(split.later.begin() + 1, split.later.end()), in_prompt.later);
+  EXPECT_EQ(split.tails, split.later);  // every turn's prompt is a later text, whole
+}
+
 TEST(PromptTextsTest, ContextOnlyCompletionSplitsTheFirstPromptAtTheContextEnd) {
   const EvalTask task = ThreeTurns();
-  const TurnTexts in_prompt = BuildTurnTexts(task, PromptStyle::kCompletion, nullptr);
   const TurnTexts texts = BuildTurnTexts(task, PromptStyle::kCompletion, nullptr,
                                          EvalProtocol::kContextOnly);
-  EXPECT_EQ(in_prompt.first_asks, 1u);
-  EXPECT_EQ(texts.first_asks, 0u);
+  ExpectFirstPromptSplitAtContextEnd(BuildTurnTexts(task, PromptStyle::kCompletion, nullptr),
+                                     texts);
   EXPECT_EQ(texts.first, "Alice's number is 12. Bob's number is 34.");
-  ASSERT_EQ(texts.later.size(), 3u);
-  EXPECT_EQ(texts.later[0], "\n\nQuestion: What is Alice's number?\nAnswer: Alice's number is");
-  EXPECT_EQ(texts.first + texts.later[0], in_prompt.first);
-  EXPECT_EQ(std::vector<std::string>(texts.later.begin() + 1, texts.later.end()), in_prompt.later);
-  EXPECT_EQ(texts.tails, texts.later);  // every turn's prompt is a later text, whole
+  EXPECT_EQ(texts.later.at(0), "\n\nQuestion: What is Alice's number?\nAnswer: Alice's number is");
 }
 
 TEST(PromptTextsTest, ContextOnlyChatSplitsTheUserMessageAtTheContextEnd) {
   const EvalTask task = ThreeTurns();
   const ChatTemplate chatml = ChatMl();
-  const TurnTexts in_prompt = BuildTurnTexts(task, PromptStyle::kChat, &chatml);
   const TurnTexts texts =
       BuildTurnTexts(task, PromptStyle::kChat, &chatml, EvalProtocol::kContextOnly);
-  EXPECT_EQ(texts.first_asks, 0u);
+  ExpectFirstPromptSplitAtContextEnd(BuildTurnTexts(task, PromptStyle::kChat, &chatml), texts);
   EXPECT_EQ(texts.first, "<|im_start|>user\nAlice's number is 12. Bob's number is 34.");
-  ASSERT_EQ(texts.later.size(), 3u);
-  EXPECT_EQ(texts.later[0], "\n\nWhat is Alice's number?<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(texts.first + texts.later[0], in_prompt.first);
-  EXPECT_EQ(std::vector<std::string>(texts.later.begin() + 1, texts.later.end()), in_prompt.later);
-  EXPECT_EQ(texts.tails, texts.later);
+  EXPECT_EQ(texts.later.at(0), "\n\nWhat is Alice's number?<|im_end|>\n<|im_start|>assistant\n");
   // Every template family: the parts joined are the question-in-prompt prompt, which the
   // first part ends inside of, right after the context.
   for (const ChatStyle style : {ChatStyle::kChatML, ChatStyle::kLlama3, ChatStyle::kLlama2,
@@ -144,10 +143,9 @@ TEST(PromptTextsTest, ContextOnlyChatSplitsTheUserMessageAtTheContextEnd) {
     chat.bos_token = "<s>";
     chat.eos_token = "</s>";
     SCOPED_TRACE(static_cast<int>(style));
-    const TurnTexts whole = BuildTurnTexts(task, PromptStyle::kChat, &chat);
     const TurnTexts split =
         BuildTurnTexts(task, PromptStyle::kChat, &chat, EvalProtocol::kContextOnly);
-    EXPECT_EQ(split.first + split.later.at(0), whole.first);
+    ExpectFirstPromptSplitAtContextEnd(BuildTurnTexts(task, PromptStyle::kChat, &chat), split);
     EXPECT_TRUE(split.first.ends_with(task.context)) << split.first;
     EXPECT_TRUE(split.later[0].starts_with("\n\n" + task.turns[0].question)) << split.later[0];
   }

@@ -9,7 +9,7 @@
 #include <iterator>
 
 #include "eval/eval_rows.h"
-#include "util/error.h"
+#include "eval/eval_test_files.h"
 
 namespace qevict {
 namespace {
@@ -17,29 +17,14 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string Dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/qevict_resume_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using eval_test::ErrorOf;
+using eval_test::WriteFile;
 
-void Write(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+std::string Dir(const std::string& name) { return eval_test::FreshTempDir("resume_" + name); }
 
 std::string Read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 // Two policies at one budget, prompt-end only: 1 + 1 rows per instance.
@@ -84,9 +69,9 @@ TEST(EvalResumeTest, EarlierRowsAreRefusedUnlessAsked) {
   const std::string dir = Dir("refuse");
   const std::string rows = dir + "/rows.jsonl";
   EXPECT_NO_THROW(CheckEarlierRows(rows, false, false));  // no file
-  Write(rows, "");
+  WriteFile(rows, "");
   EXPECT_NO_THROW(CheckEarlierRows(rows, false, false));  // an empty file
-  Write(rows, RowLine("a", "full") + "\n");
+  WriteFile(rows, RowLine("a", "full") + "\n");
   const std::string message = ErrorOf([&] { CheckEarlierRows(rows, false, false); });
   EXPECT_NE(message.find("'" + rows + "' already holds rows"), std::string::npos) << message;
   EXPECT_NE(message.find("--overwrite to start over"), std::string::npos) << message;
@@ -102,7 +87,7 @@ TEST(EvalResumeTest, ReadsWholeRowsAndDropsATornLastLine) {
   const std::string rows = dir + "/rows.jsonl";
   EXPECT_TRUE(ReadEarlierRows(rows).rows.empty());  // no file: nothing
   const std::string a = RowLine("a", "full"), b = RowLine("a", "qevict");
-  Write(rows, a + "\n\n" + b + "\n" + b.substr(0, 20));
+  WriteFile(rows, a + "\n\n" + b + "\n" + b.substr(0, 20));
   const EarlierRows earlier = ReadEarlierRows(rows);
   EXPECT_TRUE(earlier.torn_tail);
   EXPECT_EQ(earlier.lines, (std::vector<std::string>{a, b}));
@@ -111,13 +96,13 @@ TEST(EvalResumeTest, ReadsWholeRowsAndDropsATornLastLine) {
   EXPECT_EQ(earlier.keys.size(), 2u);
   EXPECT_TRUE(earlier.keys.count(RowKey(ReadRowFields(json::parse(b)))));
   // A whole last line without a break is a row; a bad line before the end is an error.
-  Write(rows, a + "\n" + b);
+  WriteFile(rows, a + "\n" + b);
   EXPECT_FALSE(ReadEarlierRows(rows).torn_tail);
   EXPECT_EQ(ReadEarlierRows(rows).rows.size(), 2u);
-  Write(rows, a + "\n{\"task\"\n" + b + "\n");
+  WriteFile(rows, a + "\n{\"task\"\n" + b + "\n");
   const std::string message = ErrorOf([&] { ReadEarlierRows(rows); });
   EXPECT_NE(message.find(rows + ":2: not JSON"), std::string::npos) << message;
-  Write(rows, a.substr(0, 20) + "\n");
+  WriteFile(rows, a.substr(0, 20) + "\n");
   EXPECT_NE(ErrorOf([&] { ReadEarlierRows(rows); }).find(":1: not JSON"), std::string::npos);
 }
 
@@ -147,7 +132,7 @@ TEST(EvalResumeTest, PlanRunsTheInstancesMissingARowAndDropsTheirPartialRows) {
   const std::string dir = Dir("plan");
   const std::string rows = dir + "/rows.jsonl";
   const std::string other = RowLine("c", "full", "context-only");
-  Write(rows, RowLine("a", "full") + "\n" + other + "\n" + RowLine("a", "qevict") + "\n" +
+  WriteFile(rows, RowLine("a", "full") + "\n" + other + "\n" + RowLine("a", "qevict") + "\n" +
                   RowLine("b", "full") + "\n");
   const EarlierRows earlier = ReadEarlierRows(rows);
   const ResumePlan plan =
