@@ -17,10 +17,10 @@ OUT=${OUT:-eval-out/demo}
 THREADS=${THREADS:-$(nproc)}
 COMMON=(--tasks niah --lengths 8192 --prompt-style completion --threads "$THREADS" --seed 1)
 "$BIN" eval -m "$MODEL" "${COMMON[@]}" --depths 0.25,0.75 --budgets 0.3,0.5 \
-  --prefill-mode prompt-end --out "$OUT"
+  --prefill-mode prompt-end --overwrite --out "$OUT"
 "$BIN" eval -m "$MODEL" "${COMMON[@]}" --depths 0.5 --budgets 0.3 \
   --policies qevict,qevict-qa,snapkv,h2o --prefill-mode bounded \
-  --out "$OUT-bounded" --no-progress >/dev/null
+  --overwrite --out "$OUT-bounded" --no-progress >/dev/null
 python3 - "$OUT-bounded/summary.json" <<'PY'
 import json, sys
 # Pooled cells (summary format 2: docs/evaluation.md, "Summary").

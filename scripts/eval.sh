@@ -34,13 +34,15 @@ PY=.venv/bin/python
 RUNS=()
 STEP=0
 TOTAL=0
-run() {  # run NAME MODEL ARGS...: one qevict eval into $OUT/NAME
+# run NAME MODEL ARGS...: one qevict eval into $OUT/NAME, started over when it holds rows of an
+# earlier run (--overwrite: published rows all come from one build; --resume would keep old ones).
+run() {
   local name=$1 model=$2
   shift 2
   STEP=$((STEP + 1))
   echo "== [$STEP/$TOTAL] qevict eval: $name ($(date -u +%H:%M:%S) UTC)"
   "$BIN" eval -m "$model" --threads "$THREADS" --seed "$SEED" --prompt-style completion \
-    --out "$OUT/$name" "$@"
+    --overwrite --out "$OUT/$name" "$@"
   RUNS+=("$OUT/$name")
 }
 PE=(--prefill-mode prompt-end)

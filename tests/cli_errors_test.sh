@@ -101,6 +101,22 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure eval_kv_policy "--kv-policy" "$BIN" eval -m "$MODEL" --kv-policy qevict --out "$out"
   expect_clean_failure eval_bad_depth "depth" "$BIN" eval -m "$MODEL" --tasks niah --depths 1.5 --out "$out"
   expect_clean_failure eval_bad_prompt_style "prompt-style" "$BIN" eval -m "$MODEL" --prompt-style raw --out "$out"
+  expect_clean_failure eval_bad_protocol "--protocol" "$BIN" eval -m "$MODEL" --protocol context --out "$out"
+  expect_clean_failure eval_bad_scorer "--scorer" "$BIN" eval -m "$MODEL" --scorer em --out "$out"
+  # An --out whose rows.jsonl holds rows: refused, naming the file and both ways out.
+  printf '{"task": "niah", "id": "a", "policy": "full", "budget": 1.0}\n' >"$out/rows.jsonl"
+  expect_clean_failure eval_out_has_rows "'$out/rows.jsonl' already holds rows" \
+    "$BIN" eval -m "$MODEL" --no-progress --out "$out"
+  expect_clean_failure eval_out_overwrite_hint "--overwrite to start over" \
+    "$BIN" eval -m "$MODEL" --no-progress --out "$out"
+  expect_clean_failure eval_out_resume_hint "--resume to keep them" \
+    "$BIN" eval -m "$MODEL" --no-progress --out "$out"
+  expect_clean_failure eval_overwrite_and_resume "exclude each other" \
+    "$BIN" eval -m "$MODEL" --overwrite --resume --out "$out"
+  printf '{"task": "niah"\n{"task": "niah", "id": "a", "policy": "full", "budget": 1.0}\n' \
+    >"$out/rows.jsonl"
+  expect_clean_failure eval_resume_bad_row "$out/rows.jsonl:1: not JSON" \
+    "$BIN" eval -m "$MODEL" --no-progress --resume --out "$out"
   rm -rf "$out"
 fi
 

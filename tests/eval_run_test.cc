@@ -10,6 +10,7 @@
 #include "engine/session.h"
 #include "eval/eval_run.h"
 #include "tests/test_support.h"
+#include "util/error.h"
 
 namespace qevict {
 namespace {
@@ -48,6 +49,7 @@ EvalOptions TinyGrid(const std::string& out) {
   o.settings.budgets = {0.25};
   o.threads = 2;
   o.out_dir = out;
+  o.overwrite = true;  // the directory of an earlier run of the test
   o.progress = false;
   return o;
 }
@@ -174,6 +176,129 @@ TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
   EXPECT_NE(table.find("Prompt style: completion"), std::string::npos) << table;
 }
 
+// --protocol context-only: the first prefill ends with the context (the cache is compressed
+// there, in prompt-end mode) and every question comes as a later turn. The full cache reads the
+// same tokens as with the question in the prompt, split in two, and answers the same; every row,
+// the summary's cells and the table say which protocol they ran.
+TEST(EvalRunTest, ContextOnlyAsksEveryQuestionAfterTheContext) {
+  QEVICT_REQUIRE_MODEL(m);
+  std::vector<json> runs[2];
+  for (const EvalProtocol protocol : {EvalProtocol::kQuestionInPrompt, EvalProtocol::kContextOnly}) {
+    const std::string name = EvalProtocolName(protocol);
+    EvalOptions o = TinyGrid(::testing::TempDir() + "/qevict_eval_protocol_" + name);
+    o.grid.tasks = {"drift"};
+    o.settings.policies = {"full", "snapkv"};
+    o.settings.bounded = false;
+    o.settings.prompt_end = true;
+    o.settings.protocol = protocol;
+    o.settings.prompt_style = PromptStyle::kCompletion;  // SmolLM2 solves drift this way
+    ASSERT_EQ(RunEval(o), 0);
+    std::vector<json>& rows = runs[protocol == EvalProtocol::kContextOnly ? 1 : 0];
+    rows = ReadRows(o.out_dir);
+    ASSERT_EQ(rows.size(), 2u);
+    for (const json& r : rows) {
+      EXPECT_EQ(r["protocol"], name);
+      EXPECT_EQ(r["scorer"], "substring");
+      ASSERT_EQ(r["turns"].size(), 4u);
+    }
+    std::ifstream summary_file(o.out_dir + "/summary.json");
+    const json summary = json::parse(summary_file);
+    EXPECT_EQ(summary["protocol"], name);
+    for (const json& c : summary["cells"]) EXPECT_EQ(c["protocol"], name);
+    std::ifstream table_file(o.out_dir + "/table.md");
+    const std::string table((std::istreambuf_iterator<char>(table_file)), {});
+    EXPECT_NE(table.find("Protocol: " + name + " ("), std::string::npos) << table;
+  }
+  const std::vector<json>& in_prompt = runs[0];
+  const std::vector<json>& context_only = runs[1];
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(context_only[i]["policy"].get<std::string>());
+    // The first prefill is shorter by the first question's turn, which is a later text.
+    const json& first = context_only[i]["turns"][0];
+    const std::string tail = first["prompt_tail"];
+    EXPECT_TRUE(tail.starts_with("\n\nQuestion: " + first["question"].get<std::string>())) << tail;
+    EXPECT_LT(context_only[i]["prompt_tokens"].get<int64_t>() + 10,
+              in_prompt[i]["prompt_tokens"].get<int64_t>());
+    EXPECT_EQ(in_prompt[i]["turns"][0]["prompt_tail"].get<std::string>(),
+              tail.substr(2));  // question-in-prompt: the first prompt from the question on
+  }
+  EXPECT_EQ(context_only[0]["policy"], "full");
+  for (size_t t = 0; t < 4; ++t) {
+    EXPECT_EQ(context_only[0]["turns"][t]["output"], in_prompt[0]["turns"][t]["output"]) << t;
+  }
+  EXPECT_EQ(context_only[0]["total_tokens"], in_prompt[0]["total_tokens"]);
+  EXPECT_EQ(context_only[0]["accuracy"], 1.0) << context_only[0]["turns"].dump();
+}
+
+// --out refuses a directory whose rows.jsonl holds rows, unless told to start over or to resume.
+// A resumed run keeps the finished instances' rows as they were written, runs the instance left
+// unfinished (its partial rows and a torn last line dropped) and the ones not started, and ends
+// with the rows a run from scratch writes.
+TEST(EvalRunTest, EarlierRowsAreKeptOnlyWhenResumed) {
+  QEVICT_REQUIRE_MODEL(m);
+  const std::string dir = ::testing::TempDir() + "/qevict_eval_resume";
+  const std::string scratch = ::testing::TempDir() + "/qevict_eval_resume_scratch";
+  EvalOptions o = TinyGrid(scratch);
+  o.settings.policies = {"full", "streaming"};
+  o.settings.bounded = false;  // one prefill per instance
+  o.settings.prompt_end = true;
+  o.grid.samples = 3;
+  ASSERT_EQ(RunEval(o), 0);
+  const std::vector<json> fresh = ReadRows(scratch);
+  ASSERT_EQ(fresh.size(), 3u * 2u);
+  // A run that finished instance 0, wrote instance 1's full row and part of the next line.
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(scratch + "/rows.jsonl");
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir + "/rows.jsonl", std::ios::trunc);
+    out << lines[0] << '\n' << lines[1] << '\n' << lines[2] << '\n' << lines[3].substr(0, 40);
+  }
+
+  o.out_dir = dir;
+  o.overwrite = false;
+  try {
+    RunEval(o);
+    ADD_FAILURE() << "earlier rows overwritten without --overwrite";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/rows.jsonl' already holds rows"),
+              std::string::npos) << e.what();
+  }
+  o.resume = true;
+  ASSERT_EQ(RunEval(o), 0);
+  std::vector<std::string> resumed_lines;
+  {
+    std::ifstream in(dir + "/rows.jsonl");
+    for (std::string line; std::getline(in, line);) resumed_lines.push_back(line);
+  }
+  ASSERT_EQ(resumed_lines.size(), fresh.size());
+  EXPECT_EQ(resumed_lines[0], lines[0]);  // instance 0 kept byte for byte
+  EXPECT_EQ(resumed_lines[1], lines[1]);
+  const std::vector<json> resumed = ReadRows(dir);
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    EXPECT_EQ(WithoutTimings(resumed[i]), WithoutTimings(fresh[i])) << "row " << i;
+  }
+  std::ifstream summary_file(dir + "/summary.json");
+  const json summary = json::parse(summary_file);
+  EXPECT_EQ(summary["resumed_instances"], 1);
+  EXPECT_EQ(summary["instances"], 2);
+  EXPECT_EQ(summary["rows"], 6);
+  EXPECT_EQ(summary["cells"][0]["n"], 3);  // the summary covers every row
+
+  // Resumed again: nothing to run, nothing changes.
+  ASSERT_EQ(RunEval(o), 0);
+  EXPECT_EQ(ReadRows(dir), resumed);
+  // Started over: the rows of this run alone.
+  o.resume = false;
+  o.overwrite = true;
+  o.grid.samples = 1;
+  ASSERT_EQ(RunEval(o), 0);
+  EXPECT_EQ(ReadRows(dir).size(), 2u);
+}
+
 // --shard K/N: contiguous blocks that together run every instance once.
 TEST(EvalRunTest, ShardsPartitionTheInstances) {
   QEVICT_REQUIRE_MODEL(m);
@@ -213,6 +338,7 @@ TEST(EvalRunTest, TaskFileRunsEveryPolicyAndSkipsMalformedLines) {
   o.settings.budgets = {0.5};
   o.threads = 2;
   o.out_dir = dir;
+  o.overwrite = true;
   o.progress = false;
   ASSERT_EQ(RunEval(o), 0);
   const std::vector<json> rows = ReadRows(dir);

@@ -1,7 +1,8 @@
-// The prompt tokens of both styles (eval/chat_turns.h) with the reference model's tokenizer:
-// completion prompts end with the answer prefix's own tokens, so the model continues it; chat
-// prompts are the template's, whatever the answer prefixes, so chat-style results do not change
-// when tasks gain prefixes. The texts themselves are checked in src/eval/chat_turns_test.cc.
+// The prompt tokens of both styles and both protocols (eval/chat_turns.h) with the reference
+// models' tokenizers: completion prompts end with the answer prefix's own tokens, so the model
+// continues it; chat prompts are the template's, whatever the answer prefixes, so chat-style
+// results do not change when tasks gain prefixes; context-only splits the same tokens. The texts
+// themselves are checked in src/eval/chat_turns_test.cc.
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -102,6 +103,47 @@ TEST(PromptStyleModelTest, ChatPromptsIgnoreAnswerPrefixes) {
     EXPECT_TRUE(tok.Decode(completion.first).ends_with(t.turns[0].answer_prefix));
     for (size_t i = 1; i < t.turns.size(); ++i) {
       EXPECT_TRUE(tok.Decode(completion.later[i - 1]).ends_with("\nAnswer: " + t.turns[i].answer_prefix));
+    }
+  }
+}
+
+// Context-only (eval/chat_turns.h): the first prompt ends where the context does, and the
+// first question is a later turn. On both reference tokenizers, for every generated question
+// task in completion style and (SmolLM2, which has a chat template) in chat style, the two
+// parts' tokens joined are the question-in-prompt first prompt's, and the later turns are the
+// same tokens.
+TEST(PromptStyleModelTest, ContextOnlyTokensJoinedAreTheQuestionInPromptTokens) {
+  QEVICT_REQUIRE_MODEL(smol);
+  std::vector<const LoadedModel*> models = {smol};
+  if (const LoadedModel* gemma = testing::GemmaModel()) models.push_back(gemma);
+  TaskGrid grid;
+  grid.tasks = {"passkey", "niah", "multikey", "vt", "drift", "multivalue", "multiquery",
+                "cwe", "fwe", "scbench"};
+  grid.lengths = {1024};
+  grid.depths = {0.3};
+  for (const LoadedModel* m : models) {
+    const Tokenizer& tok = *m->tokenizer;
+    const TokenCounter count = [&](std::string_view text) {
+      return static_cast<int64_t>(tok.Encode(text, false, false).size());
+    };
+    for (const EvalTask& t : GenerateTasks(grid, count)) {
+      for (const PromptStyle style : {PromptStyle::kChat, PromptStyle::kCompletion}) {
+        if (style == PromptStyle::kChat && !m->chat.has_value()) continue;  // Gemma 3 270M base
+        SCOPED_TRACE(t.id + (style == PromptStyle::kChat ? " chat" : " completion"));
+        const TurnTokens whole = BuildTurnTokens(*m, t, style);
+        const TurnTokens split = BuildTurnTokens(*m, t, style, EvalProtocol::kContextOnly);
+        EXPECT_EQ(whole.first_asks, 1u);
+        ASSERT_EQ(split.first_asks, 0u);
+        ASSERT_EQ(split.later.size(), whole.later.size() + 1);
+        std::vector<int32_t> joined = split.first;
+        joined.insert(joined.end(), split.later[0].begin(), split.later[0].end());
+        EXPECT_EQ(joined, whole.first);
+        EXPECT_EQ(std::vector<std::vector<int32_t>>(split.later.begin() + 1, split.later.end()),
+                  whole.later);
+        // The first prompt is the context (and the template's head): no question in it.
+        EXPECT_EQ(tok.Decode(split.first).find(t.turns[0].question), std::string::npos);
+        EXPECT_TRUE(tok.Decode(split.later[0]).starts_with("\n\n"));
+      }
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "eval/answer_match.h"
 #include "eval/eval_run.h"
 #include "policy/registry.h"
 #include "tools/commands.h"
@@ -27,10 +28,14 @@ struct EvalFlags {
   bool shadow = false;
   int fmm_horizon = 32;
   std::string out = "eval-out";
+  bool overwrite = false;
+  bool resume = false;
   bool no_progress = false;
   std::string tag;
   std::string prefill_mode = "bounded";
   std::string prompt_style = "auto";
+  std::string protocol = "question-in-prompt";
+  std::string scorer = "substring";
   KvFlags kv;
 };
 
@@ -91,9 +96,13 @@ int Eval(const EvalFlags& f) {
                 "--kv-prefill-chunk > 0, or use --prefill-mode prompt-end");
   }
   o.settings.prompt_style = ParsePromptStyle(f.prompt_style);
+  o.settings.protocol = ParseEvalProtocol(f.protocol);
+  o.settings.scorer = ParseAnswerScorer(f.scorer).value();  // CLI11 checked the name
   o.settings.tag = f.tag;
   o.threads = f.threads;
   o.out_dir = f.out;
+  o.overwrite = f.overwrite;
+  o.resume = f.resume;
   o.command_line = CommandLine();
   o.progress = !f.no_progress;
   return RunEval(o);
@@ -136,6 +145,13 @@ std::function<int()> RegisterEval(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd->add_option("-o,--out", flags->out, "output directory")->capture_default_str();
+  cmd->add_flag("--overwrite", flags->overwrite,
+                "start over when OUT/rows.jsonl already holds rows (they are lost); without it "
+                "or --resume such a directory is refused");
+  cmd->add_flag("--resume", flags->resume,
+                "keep the rows already in OUT/rows.jsonl and run only the instances missing a "
+                "row (same model, seed, policies, budgets, prefill modes, prompt style, protocol "
+                "and scorer); the summary covers every row");
   cmd->add_option("--tag", flags->tag,
                   "suffix for every row's policy name, policy[TAG] (ablation runs merged into one "
                   "report, e.g. --kv-bits 4 --tag bits4)");
@@ -153,6 +169,20 @@ std::function<int()> RegisterEval(CLI::App& app) {
                   "in prompt_style")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "chat", "completion"}));
+  cmd->add_option("--protocol", flags->protocol,
+                  "where the cache is first compressed: question-in-prompt (after the context "
+                  "and the first question) or context-only (after the context alone, every "
+                  "question then asked as a later turn, as kvpress does); rows say which in "
+                  "protocol")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"question-in-prompt", "context-only"}));
+  cmd->add_option("--scorer", flags->scorer,
+                  "how answers are compared with the output: substring (the answer appears in "
+                  "it), exact (its first line equals the answer, SQuAD-normalized) or f1 (SQuAD "
+                  "token F1 of that line); a task file's \"scorer\" wins; rows say which in "
+                  "scorer")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"substring", "exact", "f1"}));
   cmd->add_flag("--no-progress", flags->no_progress, "no progress bar on stderr");
   AddKvFlags(*cmd, flags->kv, {false, false, ""});  // policies and budgets: --policies, --budgets
   return [flags] { return Eval(*flags); };

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/answer_match.h"
+#include "eval/squad_match.h"
 #include "eval/task_file.h"
 #include "fuzz/fuzz_target.h"
 #include "tokenizer/unicode.h"
@@ -46,6 +47,18 @@ inline void CheckTurnMatching(const EvalTurn& turn) {
     Require(AnswerAppears(output, answer), "an answer is not found in a text that contains it");
     // `output` holds this answer: an any turn is correct, a share turn scores at least its
     // share (an all turn may still miss the others).
+    // The SQuAD scorers: an answer on one line scores 1 against itself unless it normalizes
+    // to nothing; every score is in [0, 1].
+    const std::string squad = SquadNormalize(answer);
+    Require(SquadNormalize(squad) == squad, "SquadNormalize is not idempotent");
+    if (answer.find('\n') == std::string::npos) {
+      const double self = squad.empty() ? 0.0 : 1.0;
+      Require(AnswerScore(answer, answer, AnswerScorer::kExact) == self &&
+                  AnswerScore(answer, answer, AnswerScorer::kF1) == self,
+              "an answer does not score 1 against itself");
+    }
+    const double f1 = AnswerScore(output, answer, AnswerScorer::kF1);
+    Require(f1 >= 0.0 && f1 <= 1.0, "F1 outside [0, 1]");
     if (turn.scoring == TurnScoring::kAny) {
       Require(TurnCorrect(output, turn), "TurnCorrect misses an answer");
     } else if (turn.scoring == TurnScoring::kShare) {
@@ -79,6 +92,9 @@ inline void CheckResult(std::string_view bytes, const TaskFileResult& r,
     Require(ValidUtf8(t.id) && ValidUtf8(t.context), "invalid UTF-8 in id or context");
     Require(t.max_new_tokens >= 1 && t.max_new_tokens <= limits.max_new_tokens,
             "max_new_tokens outside [1, limit]");
+    Require(!t.scorer || *t.scorer == AnswerScorer::kSubstring ||
+                *t.scorer == AnswerScorer::kExact || *t.scorer == AnswerScorer::kF1,
+            "scorer out of range");
     Require(!t.turns.empty() && static_cast<int64_t>(t.turns.size()) <= limits.max_turns,
             "turn count outside [1, max_turns]");
     for (const EvalTurn& turn : t.turns) {

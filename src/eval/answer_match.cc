@@ -1,6 +1,12 @@
 // Answer matching (answer_match.h).
 #include "eval/answer_match.h"
 
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "eval/squad_match.h"
+
 namespace qevict {
 namespace {
 
@@ -11,6 +17,32 @@ bool IsMatchSpace(char c) {
 bool AppearsNormalized(std::string_view normalized_output, std::string_view answer) {
   const std::string needle = NormalizeForMatch(answer);
   return !needle.empty() && normalized_output.find(needle) != std::string_view::npos;
+}
+
+// The spellings of an enum's values (task files, flags, rows), the first one the default.
+template <typename Enum>
+using NameTable = std::array<std::pair<Enum, std::string_view>, 3>;
+
+constexpr NameTable<TurnScoring> kScoringNames = {
+    {{TurnScoring::kAny, "any"}, {TurnScoring::kAll, "all"}, {TurnScoring::kShare, "share"}}};
+constexpr NameTable<AnswerScorer> kScorerNames = {{{AnswerScorer::kSubstring, "substring"},
+                                                   {AnswerScorer::kExact, "exact"},
+                                                   {AnswerScorer::kF1, "f1"}}};
+
+template <typename Enum>
+std::string_view NameOf(const NameTable<Enum>& table, Enum value) {
+  for (const auto& [e, name] : table) {
+    if (e == value) return name;
+  }
+  return table.front().second;
+}
+
+template <typename Enum>
+std::optional<Enum> Named(const NameTable<Enum>& table, std::string_view name) {
+  for (const auto& [e, spelled] : table) {
+    if (spelled == name) return e;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -35,38 +67,52 @@ bool AnswerAppears(std::string_view output, std::string_view answer) {
   return AppearsNormalized(NormalizeForMatch(output), answer);
 }
 
-double TurnScore(std::string_view output, const EvalTurn& turn) {
-  if (turn.answers.empty()) return 0.0;
-  const std::string normalized = NormalizeForMatch(output);
-  size_t found = 0;
-  for (const std::string& answer : turn.answers) found += AppearsNormalized(normalized, answer);
-  switch (turn.scoring) {
-    case TurnScoring::kAny: return found > 0 ? 1.0 : 0.0;
-    case TurnScoring::kAll: return found == turn.answers.size() ? 1.0 : 0.0;
-    case TurnScoring::kShare:
-      return static_cast<double>(found) / static_cast<double>(turn.answers.size());
+double AnswerScore(std::string_view output, std::string_view answer, AnswerScorer scorer) {
+  switch (scorer) {
+    case AnswerScorer::kSubstring: return AnswerAppears(output, answer) ? 1.0 : 0.0;
+    case AnswerScorer::kExact:
+      return SquadExactMatch(FirstNonBlankLine(output), answer) ? 1.0 : 0.0;
+    case AnswerScorer::kF1: return SquadTokenF1(FirstNonBlankLine(output), answer);
   }
   return 0.0;
 }
 
-bool TurnCorrect(std::string_view output, const EvalTurn& turn) {
-  return TurnScore(output, turn) == 1.0;
+double TurnScore(std::string_view output, const EvalTurn& turn, AnswerScorer scorer) {
+  if (turn.answers.empty()) return 0.0;
+  // The substring scorer normalizes the output once for every answer.
+  const std::string normalized =
+      scorer == AnswerScorer::kSubstring ? NormalizeForMatch(output) : std::string();
+  double best = 0.0, worst = 1.0, sum = 0.0;
+  for (const std::string& answer : turn.answers) {
+    const double score = scorer == AnswerScorer::kSubstring
+                             ? (AppearsNormalized(normalized, answer) ? 1.0 : 0.0)
+                             : AnswerScore(output, answer, scorer);
+    best = std::max(best, score);
+    worst = std::min(worst, score);
+    sum += score;
+  }
+  switch (turn.scoring) {
+    case TurnScoring::kAny: return best;
+    case TurnScoring::kAll: return worst;
+    case TurnScoring::kShare: return sum / static_cast<double>(turn.answers.size());
+  }
+  return 0.0;
 }
 
-std::string_view TurnScoringName(TurnScoring scoring) {
-  switch (scoring) {
-    case TurnScoring::kAny: return "any";
-    case TurnScoring::kAll: return "all";
-    case TurnScoring::kShare: return "share";
-  }
-  return "any";
+bool TurnCorrect(std::string_view output, const EvalTurn& turn, AnswerScorer scorer) {
+  return TurnScore(output, turn, scorer) == 1.0;
 }
+
+std::string_view TurnScoringName(TurnScoring scoring) { return NameOf(kScoringNames, scoring); }
 
 std::optional<TurnScoring> ParseTurnScoring(std::string_view name) {
-  for (const TurnScoring s : {TurnScoring::kAny, TurnScoring::kAll, TurnScoring::kShare}) {
-    if (name == TurnScoringName(s)) return s;
-  }
-  return std::nullopt;
+  return Named(kScoringNames, name);
+}
+
+std::string_view AnswerScorerName(AnswerScorer scorer) { return NameOf(kScorerNames, scorer); }
+
+std::optional<AnswerScorer> ParseAnswerScorer(std::string_view name) {
+  return Named(kScorerNames, name);
 }
 
 }  // namespace qevict

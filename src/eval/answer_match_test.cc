@@ -1,10 +1,13 @@
 // Tests of answer matching (answer_match.h): normalization (ASCII case, whitespace runs, trim),
-// substring matching, empty answers, and any-of / all-of turns.
+// substring matching, empty answers, and any-of / all-of turns; the SQuAD-style exact and f1
+// scorers (squad_match.h) against hand-computed values.
 #include "eval/answer_match.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "eval/squad_match.h"
 
 namespace qevict {
 namespace {
@@ -118,6 +121,109 @@ TEST(AnswerMatchTest, TurnScoringNames) {
     EXPECT_EQ(ParseTurnScoring(bad), std::nullopt) << bad;
   }
   EXPECT_EQ(EvalTurn{}.scoring, TurnScoring::kAny);  // the default
+}
+
+TEST(AnswerMatchTest, SquadNormalizeDropsCasePunctuationArticlesAndSpaces) {
+  EXPECT_EQ(SquadNormalize("The Cat sat on a mat."), "cat sat on mat");
+  EXPECT_EQ(SquadNormalize("  An  apple,\tthe pear!\n"), "apple pear");
+  // Punctuation is removed, not replaced by a space.
+  EXPECT_EQ(SquadNormalize("4,821"), "4821");
+  EXPECT_EQ(SquadNormalize("o'clock"), "oclock");
+  EXPECT_EQ(SquadNormalize("the-end"), "theend");
+  EXPECT_EQ(SquadNormalize("A.B."), "ab");
+  // Articles are whole words, after the punctuation is gone.
+  EXPECT_EQ(SquadNormalize("(a) the, AN"), "");
+  EXPECT_EQ(SquadNormalize("theatre and anthem"), "theatre and anthem");
+  EXPECT_EQ(SquadNormalize("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"), "");
+  // Bytes beyond ASCII are kept as they are.
+  EXPECT_EQ(SquadNormalize("Caf\xc3\xa9 \xc3\x89T\xc3\x89"), "caf\xc3\xa9 \xc3\x89t\xc3\x89");
+  EXPECT_EQ(SquadWords("The red, red rose"), (std::vector<std::string>{"red", "red", "rose"}));
+  const std::string once = SquadNormalize("  The Blue-Green   DRAWER. ");
+  EXPECT_EQ(once, "bluegreen drawer");
+  EXPECT_EQ(SquadNormalize(once), once);
+}
+
+TEST(AnswerMatchTest, FirstNonBlankLine) {
+  EXPECT_EQ(FirstNonBlankLine("\n  \n Oslo.\nBergen"), " Oslo.");
+  EXPECT_EQ(FirstNonBlankLine("one"), "one");
+  EXPECT_EQ(FirstNonBlankLine("a\r\nb"), "a\r");
+  EXPECT_EQ(FirstNonBlankLine(""), "");
+  EXPECT_EQ(FirstNonBlankLine(" \r\n\t\n"), "");
+}
+
+TEST(AnswerMatchTest, ExactScorerComparesTheFirstLineNormalized) {
+  const AnswerScorer exact = AnswerScorer::kExact;
+  EXPECT_EQ(AnswerScore("The Mango.\nAnna likes it.", "mango", exact), 1.0);
+  EXPECT_EQ(AnswerScore("\n  platform 12\n", "Platform 12", exact), 1.0);
+  EXPECT_EQ(AnswerScore(" 4,821.", "4821", exact), 1.0);
+  EXPECT_EQ(AnswerScore("It is the mango.", "mango", exact), 0.0);  // "it is mango"
+  EXPECT_EQ(AnswerScore("I think\nmango", "mango", exact), 0.0);    // not the first line
+  EXPECT_EQ(AnswerScore("mangoes", "mango", exact), 0.0);
+  // An answer that normalizes to nothing never matches, even an equal output.
+  EXPECT_EQ(AnswerScore("the", "The", exact), 0.0);
+  EXPECT_EQ(AnswerScore("", "", exact), 0.0);
+  // The substring scorer finds the answer anywhere.
+  EXPECT_EQ(AnswerScore("It is the mango.", "mango", AnswerScorer::kSubstring), 1.0);
+  EXPECT_EQ(AnswerScore("I think\nmango", "mango", AnswerScorer::kSubstring), 1.0);
+}
+
+// F1 = 2c / (|output words| + |answer words|), c the words shared as multisets.
+TEST(AnswerMatchTest, F1ScorerHandComputed) {
+  const AnswerScorer f1 = AnswerScorer::kF1;
+  EXPECT_EQ(AnswerScore("copper", "Copper.", f1), 1.0);
+  EXPECT_EQ(AnswerScore("iron", "copper", f1), 0.0);
+  // [blue drawer in kitchen] vs [blue drawer]: c = 2, P = 2/4, R = 2/2, F1 = 2/3.
+  EXPECT_NEAR(AnswerScore("The blue drawer in the kitchen", "blue drawer", f1), 2.0 / 3.0, 1e-12);
+  // [platform 12] vs [12]: c = 1, P = 1/2, R = 1, F1 = 2/3.
+  EXPECT_NEAR(AnswerScore("Platform 12.", "12", f1), 2.0 / 3.0, 1e-12);
+  // [red red blue] vs [red blue blue]: c = min(2,1) + min(1,2) = 2, F1 = 4/6.
+  EXPECT_NEAR(AnswerScore("red red blue", "red blue blue", f1), 2.0 / 3.0, 1e-12);
+  // [the cello lessons are in room 214] vs [room 214]: c = 2, 6 + 2 words, F1 = 4/8.
+  EXPECT_EQ(AnswerScore("The cello lessons are in room 214.", "room 214", f1), 0.5);
+  // Only the first non-blank line counts: [copper] vs [copper].
+  EXPECT_EQ(AnswerScore("\ncopper\ncopper and tin", "copper", f1), 1.0);
+  EXPECT_EQ(AnswerScore("", "copper", f1), 0.0);
+  EXPECT_EQ(AnswerScore("the", "the", f1), 0.0);  // nothing left to compare
+}
+
+// any: the best answer's score; all: the worst; share: the mean.
+TEST(AnswerMatchTest, TurnScoringCombinesScorerValues) {
+  EvalTurn turn;
+  turn.question = "Where are the keys?";
+  turn.answers = {"blue drawer", "kitchen drawer"};
+  // [blue drawer]: 1 against the first answer, 2 * 1 / (2 + 2) = 0.5 against the second.
+  const std::string output = "The blue drawer.\nOr the kitchen drawer.";
+  EXPECT_EQ(TurnScore(output, turn, AnswerScorer::kF1), 1.0);
+  EXPECT_TRUE(TurnCorrect(output, turn, AnswerScorer::kF1));
+  turn.scoring = TurnScoring::kAll;
+  EXPECT_EQ(TurnScore(output, turn, AnswerScorer::kF1), 0.5);
+  EXPECT_FALSE(TurnCorrect(output, turn, AnswerScorer::kF1));
+  EXPECT_EQ(TurnScore(output, turn, AnswerScorer::kSubstring), 1.0);  // both appear
+  EXPECT_EQ(TurnScore(output, turn, AnswerScorer::kExact), 0.0);
+  turn.scoring = TurnScoring::kShare;
+  EXPECT_EQ(TurnScore(output, turn, AnswerScorer::kF1), 0.75);
+  EXPECT_EQ(TurnScore(output, turn, AnswerScorer::kExact), 0.5);
+  turn.scoring = TurnScoring::kAny;
+  EXPECT_EQ(TurnScore("Oslo", turn, AnswerScorer::kF1), 0.0);
+  turn.answers.clear();
+  EXPECT_EQ(TurnScore("anything", turn, AnswerScorer::kF1), 0.0);
+  // The default scorer is substring: "drawer" alone matches neither answer.
+  turn.answers = {"blue drawer"};
+  EXPECT_EQ(TurnScore("the BLUE drawer!", turn), 1.0);
+  EXPECT_EQ(TurnScore("drawer", turn), 0.0);
+}
+
+TEST(AnswerMatchTest, AnswerScorerNames) {
+  EXPECT_EQ(AnswerScorerName(AnswerScorer::kSubstring), "substring");
+  EXPECT_EQ(AnswerScorerName(AnswerScorer::kExact), "exact");
+  EXPECT_EQ(AnswerScorerName(AnswerScorer::kF1), "f1");
+  EXPECT_EQ(ParseAnswerScorer("substring"), AnswerScorer::kSubstring);
+  EXPECT_EQ(ParseAnswerScorer("exact"), AnswerScorer::kExact);
+  EXPECT_EQ(ParseAnswerScorer("f1"), AnswerScorer::kF1);
+  for (const char* bad : {"", "F1", "exact ", "em", "contains", "any"}) {
+    EXPECT_EQ(ParseAnswerScorer(bad), std::nullopt) << bad;
+  }
+  EXPECT_EQ(EvalTask{}.scorer, std::nullopt);  // tasks take the run's --scorer
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "eval/chat_turns.h"
 
+#include <tuple>
 #include <utility>
 
 #include "util/error.h"
@@ -7,7 +8,11 @@
 namespace qevict {
 namespace {
 
-constexpr char kSentinel[] = "\x1fQEVICT_ANSWER\x1f";
+// Markers rendered through a template and found again. Neither starts or ends with a character
+// Python counts as whitespace (\x1f is one): templates that trim message content (Llama-3,
+// Gemma) would strip it.
+constexpr char kSentinel[] = "[\x1fQEVICT_ANSWER\x1f]";  // an assistant answer
+constexpr char kContextEnd[] = "[\x1fQEVICT_CONTEXT_END\x1f]";  // in the first user message
 
 std::string FirstUserMessage(const EvalTask& task) {
   if (task.kind != TaskKind::kQuestions) return task.context;
@@ -28,13 +33,35 @@ std::string CompletionTurn(std::string before, const EvalTurn& turn) {
   return text;
 }
 
-void CheckTask(const EvalTask& task) {
-  if (task.kind == TaskKind::kQuestions && task.turns.empty()) {
-    std::string message = "task ";  // appended, not "task " + id: GCC 12's -Wrestrict misfires
-    message += task.id;
+void CheckTask(const EvalTask& task, EvalProtocol protocol) {
+  if (task.kind != TaskKind::kQuestions) return;
+  std::string message = "task ";  // appended, not "task " + id: GCC 12's -Wrestrict misfires
+  message += task.id;
+  if (task.turns.empty()) {
     message += " has no question";
     throw Error(message);
   }
+  if (protocol == EvalProtocol::kContextOnly &&
+      task.context.find_first_not_of(" \t\n\r\f\v") == std::string::npos) {
+    message += " has no context: the context-only protocol compresses the cache after one";
+    throw Error(message);
+  }
+}
+
+// Context-only, chat: the first user message rendered, cut where its context ends. The parts
+// joined are the question-in-prompt first prompt (checked).
+std::pair<std::string, std::string> SplitChatAtContextEnd(const EvalTask& task,
+                                                          const ChatTemplate& chat) {
+  const std::string marked = RenderChat(
+      chat, {{"user", task.context + kContextEnd + "\n\n" + task.turns.front().question}},
+      /*add_generation_prompt=*/true);
+  const size_t at = marked.find(kContextEnd);
+  QEVICT_CHECK(at != std::string::npos);
+  std::pair<std::string, std::string> parts(marked.substr(0, at),
+                                            marked.substr(at + sizeof(kContextEnd) - 1));
+  QEVICT_CHECK(parts.first + parts.second ==
+               RenderChat(chat, {{"user", FirstUserMessage(task)}}, /*add_generation_prompt=*/true));
+  return parts;
 }
 
 }  // namespace
@@ -55,6 +82,18 @@ PromptStyle ParsePromptStyle(std::string_view name) {
   throw Error("unknown prompt style '" + std::string(name) + "' (expected auto, chat, completion)");
 }
 
+const char* EvalProtocolName(EvalProtocol protocol) {
+  return protocol == EvalProtocol::kContextOnly ? "context-only" : "question-in-prompt";
+}
+
+EvalProtocol ParseEvalProtocol(std::string_view name) {
+  for (const EvalProtocol p : {EvalProtocol::kQuestionInPrompt, EvalProtocol::kContextOnly}) {
+    if (name == EvalProtocolName(p)) return p;
+  }
+  throw Error("unknown protocol '" + std::string(name) +
+              "' (expected question-in-prompt, context-only)");
+}
+
 PromptStyle ResolvePromptStyle(const LoadedModel& model, PromptStyle requested) {
   if (requested == PromptStyle::kAuto) {
     return model.chat.has_value() ? PromptStyle::kChat : PromptStyle::kCompletion;
@@ -70,19 +109,29 @@ PromptStyle ResolvePromptStyle(const LoadedModel& model, PromptStyle requested) 
   return requested;
 }
 
-TurnTexts BuildTurnTexts(const EvalTask& task, PromptStyle style, const ChatTemplate* chat) {
-  CheckTask(task);
+TurnTexts BuildTurnTexts(const EvalTask& task, PromptStyle style, const ChatTemplate* chat,
+                         EvalProtocol protocol) {
+  CheckTask(task, protocol);
   QEVICT_CHECK(task.kind != TaskKind::kPerplexity);
   QEVICT_CHECK(style == PromptStyle::kChat || style == PromptStyle::kCompletion);
   TurnTexts out;
+  const bool context_only =
+      protocol == EvalProtocol::kContextOnly && task.kind == TaskKind::kQuestions;
+  if (context_only) out.first_asks = 0;
   if (style == PromptStyle::kCompletion) {
     if (task.kind == TaskKind::kLongGen) {
       out.first = task.context;
       return out;
     }
-    out.tails.push_back(CompletionTurn("", task.turns.front()));
-    out.first = task.context.empty() ? out.tails.back()
-                                     : task.context + "\n\n" + out.tails.back();
+    if (context_only) {
+      out.first = task.context;
+      out.later.push_back(CompletionTurn("\n\n", task.turns.front()));
+      out.tails.push_back(out.later.back());
+    } else {
+      out.tails.push_back(CompletionTurn("", task.turns.front()));
+      out.first = task.context.empty() ? out.tails.back()
+                                       : task.context + "\n\n" + out.tails.back();
+    }
     for (size_t t = 1; t < task.turns.size(); ++t) {
       out.later.push_back(CompletionTurn("\n", task.turns[t]));
       out.tails.push_back(out.later.back());
@@ -91,11 +140,18 @@ TurnTexts BuildTurnTexts(const EvalTask& task, PromptStyle style, const ChatTemp
   }
   QEVICT_CHECK(chat != nullptr);
   std::vector<ChatMessage> messages = {{"user", FirstUserMessage(task)}};
-  out.first = RenderChat(*chat, messages, /*add_generation_prompt=*/true);
-  if (task.kind != TaskKind::kQuestions) return out;
-  const size_t question = out.first.rfind(task.turns.front().question);
-  QEVICT_CHECK(question != std::string::npos);
-  out.tails.push_back(out.first.substr(question));
+  if (context_only) {
+    std::string question;
+    std::tie(out.first, question) = SplitChatAtContextEnd(task, *chat);
+    out.later.push_back(question);
+    out.tails.push_back(std::move(question));
+  } else {
+    out.first = RenderChat(*chat, messages, /*add_generation_prompt=*/true);
+    if (task.kind != TaskKind::kQuestions) return out;
+    const size_t question = out.first.rfind(task.turns.front().question);
+    QEVICT_CHECK(question != std::string::npos);
+    out.tails.push_back(out.first.substr(question));
+  }
   for (size_t t = 1; t < task.turns.size(); ++t) {
     // What follows the previous answer: render the conversation with a sentinel answer and keep
     // the text after it (it starts with the end-of-turn marker the answer did not include).
@@ -110,7 +166,8 @@ TurnTexts BuildTurnTexts(const EvalTask& task, PromptStyle style, const ChatTemp
   return out;
 }
 
-TurnTokens BuildTurnTokens(const LoadedModel& model, const EvalTask& task, PromptStyle style) {
+TurnTokens BuildTurnTokens(const LoadedModel& model, const EvalTask& task, PromptStyle style,
+                           EvalProtocol protocol) {
   TurnTokens out;
   out.style = ResolvePromptStyle(model, style);
   const Tokenizer& tok = *model.tokenizer;
@@ -124,16 +181,18 @@ TurnTokens BuildTurnTokens(const LoadedModel& model, const EvalTask& task, Promp
     return out;
   }
   const bool chat = out.style == PromptStyle::kChat;
-  TurnTexts texts = BuildTurnTexts(task, out.style, chat ? &*model.chat : nullptr);
-  if (chat) {
-    // Encoded as `qevict run --chat` encodes a conversation (the template writes BOS if any).
-    out.first = model.EncodeChat({{"user", FirstUserMessage(task)}}, /*add_generation_prompt=*/true);
-  } else {
-    out.first = model.EncodeRaw(texts.first);
-  }
-  for (const std::string& later : texts.later) {
-    // Template markers are special tokens; a completion turn is plain text.
-    out.later.push_back(tok.Encode(later, /*add_bos=*/false, /*parse_special=*/chat));
+  TurnTexts texts = BuildTurnTexts(task, out.style, chat ? &*model.chat : nullptr, protocol);
+  // Chat: encoded as `qevict run --chat` encodes a conversation (LoadedModel::EncodeChat: the
+  // template writes BOS if any).
+  out.first = chat ? tok.Encode(texts.first, /*add_bos=*/false, /*parse_special=*/true)
+                   : model.EncodeRaw(texts.first);
+  out.first_asks = texts.first_asks;
+  for (size_t i = 0; i < texts.later.size(); ++i) {
+    // Template markers are special tokens; a completion turn is plain text, except a first
+    // question split off the first prompt, encoded as the first prompt is.
+    const bool split_off_first = i == 0 && texts.first_asks == 0;
+    out.later.push_back(tok.Encode(texts.later[i], /*add_bos=*/false,
+                                   /*parse_special=*/chat || split_off_first));
   }
   out.tails = std::move(texts.tails);
   return out;

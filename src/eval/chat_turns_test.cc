@@ -105,10 +105,110 @@ TEST(PromptTextsTest, ChatWithoutContextAsksTheQuestionAlone) {
   EXPECT_EQ(texts.first, "<|im_start|>user\nWhat is Alice's number?<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// Context-only: the first prompt ends with the context; the first question comes as a later
+// turn holding the rest of the question-in-prompt first prompt; later turns are unchanged.
+void ExpectFirstPromptSplitAtContextEnd(const TurnTexts& in_prompt, const TurnTexts& split) {
+  EXPECT_EQ(in_prompt.first_asks, 1u);
+  EXPECT_EQ(split.first_asks, 0u);
+  ASSERT_EQ(split.later.size(), in_prompt.later.size() + 1);
+  EXPECT_EQ(split.first + split.later[0], in_prompt.first);
+  EXPECT_EQ(std::vector<std::string>(split.later.begin() + 1, split.later.end()), in_prompt.later);
+  EXPECT_EQ(split.tails, split.later);  // every turn's prompt is a later text, whole
+}
+
+TEST(PromptTextsTest, ContextOnlyCompletionSplitsTheFirstPromptAtTheContextEnd) {
+  const EvalTask task = ThreeTurns();
+  const TurnTexts texts = BuildTurnTexts(task, PromptStyle::kCompletion, nullptr,
+                                         EvalProtocol::kContextOnly);
+  ExpectFirstPromptSplitAtContextEnd(BuildTurnTexts(task, PromptStyle::kCompletion, nullptr),
+                                     texts);
+  EXPECT_EQ(texts.first, "Alice's number is 12. Bob's number is 34.");
+  EXPECT_EQ(texts.later.at(0), "\n\nQuestion: What is Alice's number?\nAnswer: Alice's number is");
+}
+
+TEST(PromptTextsTest, ContextOnlyChatSplitsTheUserMessageAtTheContextEnd) {
+  const EvalTask task = ThreeTurns();
+  const ChatTemplate chatml = ChatMl();
+  const TurnTexts texts =
+      BuildTurnTexts(task, PromptStyle::kChat, &chatml, EvalProtocol::kContextOnly);
+  ExpectFirstPromptSplitAtContextEnd(BuildTurnTexts(task, PromptStyle::kChat, &chatml), texts);
+  EXPECT_EQ(texts.first, "<|im_start|>user\nAlice's number is 12. Bob's number is 34.");
+  EXPECT_EQ(texts.later.at(0), "\n\nWhat is Alice's number?<|im_end|>\n<|im_start|>assistant\n");
+  // Every template family: the parts joined are the question-in-prompt prompt, which the
+  // first part ends inside of, right after the context.
+  for (const ChatStyle style : {ChatStyle::kChatML, ChatStyle::kLlama3, ChatStyle::kLlama2,
+                                ChatStyle::kGemma, ChatStyle::kPhi3}) {
+    ChatTemplate chat;
+    chat.style = style;
+    chat.bos_token = "<s>";
+    chat.eos_token = "</s>";
+    SCOPED_TRACE(static_cast<int>(style));
+    const TurnTexts split =
+        BuildTurnTexts(task, PromptStyle::kChat, &chat, EvalProtocol::kContextOnly);
+    ExpectFirstPromptSplitAtContextEnd(BuildTurnTexts(task, PromptStyle::kChat, &chat), split);
+    EXPECT_TRUE(split.first.ends_with(task.context)) << split.first;
+    EXPECT_TRUE(split.later[0].starts_with("\n\n" + task.turns[0].question)) << split.later[0];
+  }
+}
+
+TEST(PromptTextsTest, ContextOnlyNeedsAContextAndLeavesLongGenAlone) {
+  const ChatTemplate chatml = ChatMl();
+  EvalTask task = ThreeTurns();
+  for (const char* context : {"", " \n\t "}) {
+    task.context = context;
+    for (const PromptStyle style : {PromptStyle::kCompletion, PromptStyle::kChat}) {
+      try {
+        BuildTurnTexts(task, style, &chatml, EvalProtocol::kContextOnly);
+        ADD_FAILURE() << "no exception for context '" << context << "'";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("task t has no context"), std::string::npos)
+            << e.what();
+      }
+    }
+    EXPECT_NO_THROW(BuildTurnTexts(task, PromptStyle::kCompletion, nullptr));
+  }
+  EvalTask longgen;
+  longgen.id = "g";
+  longgen.kind = TaskKind::kLongGen;
+  longgen.context = "Continue the following text:\n\nOnce";
+  const TurnTexts texts = BuildTurnTexts(longgen, PromptStyle::kCompletion, nullptr,
+                                         EvalProtocol::kContextOnly);
+  EXPECT_EQ(texts.first, longgen.context);
+  EXPECT_TRUE(texts.later.empty());
+}
+
+TEST(PromptStyleTest, ProtocolNamesParse) {
+  for (const EvalProtocol p : {EvalProtocol::kQuestionInPrompt, EvalProtocol::kContextOnly}) {
+    EXPECT_EQ(ParseEvalProtocol(EvalProtocolName(p)), p);
+  }
+  EXPECT_STREQ(EvalProtocolName(EvalProtocol::kQuestionInPrompt), "question-in-prompt");
+  EXPECT_STREQ(EvalProtocolName(EvalProtocol::kContextOnly), "context-only");
+  EXPECT_THROW(ParseEvalProtocol("context"), Error);
+  EXPECT_THROW(ParseEvalProtocol(""), Error);
+}
+
+// Templates that trim message content render the later turns too (a sentinel answer made of
+// Python whitespace at its ends used to be stripped, failing an internal check).
+TEST(PromptTextsTest, ChatLaterTurnsThroughTrimmingTemplates) {
+  ChatTemplate gemma;
+  gemma.style = ChatStyle::kGemma;
+  const TurnTexts texts = BuildTurnTexts(ThreeTurns(), PromptStyle::kChat, &gemma);
+  ASSERT_EQ(texts.later.size(), 2u);
+  EXPECT_EQ(texts.later[0],
+            "<end_of_turn>\n<start_of_turn>user\nWhat is Bob's number?<end_of_turn>\n"
+            "<start_of_turn>model\n");
+  ChatTemplate llama3;
+  llama3.style = ChatStyle::kLlama3;
+  const TurnTexts l3 = BuildTurnTexts(ThreeTurns(), PromptStyle::kChat, &llama3);
+  ASSERT_EQ(l3.later.size(), 2u);
+  EXPECT_TRUE(l3.later[1].starts_with("<|eot_id|>")) << l3.later[1];
+  EXPECT_NE(l3.later[1].find("And Alice's again?"), std::string::npos) << l3.later[1];
+}
+
 TEST(PromptTextsTest, AQuestionTaskWithoutTurnsIsAnError) {
   EvalTask task;
   task.id = "empty";
-  task.context = "c";
+  task.context.push_back('c');  // not = "c": GCC 12's -Wrestrict misfires here
   EXPECT_THROW(BuildTurnTexts(task, PromptStyle::kCompletion, nullptr), Error);
 }
 

@@ -68,7 +68,23 @@ json MetricStats(const std::vector<double>& values, bool proportion, uint64_t se
           {"interval", wilson ? "wilson" : "bootstrap"}};
 }
 
-// One cell: rows of one (model, task, style, mode, policy, budget) at one level.
+// The bootstrap seed's key of a cell or comparison: its identifying fields, and the protocol
+// and scorer only where they are not the defaults, so that the intervals of rows written before
+// protocols and scorers existed (the published ones) stay what they were.
+std::string SeedKey(const json& fields, const RowFields& f) {
+  std::string key = fields.dump();
+  if (f.protocol != "question-in-prompt") key += "\x1fprotocol=" + f.protocol;
+  if (f.scorer != "substring") key += "\x1fscorer=" + f.scorer;
+  return key;
+}
+
+void AddProtocolAndScorer(const RowFields& f, json& out) {
+  out["protocol"] = f.protocol;
+  out["scorer"] = f.scorer;
+}
+
+// One cell: rows of one (model, task, style, protocol, scorer, mode, policy, budget) at one
+// level.
 json Cell(Rows rows, const std::optional<int64_t>& length, const std::optional<double>& depth) {
   // Instance order, so that the bootstrap does not depend on the order rows were read in.
   std::stable_sort(rows.begin(), rows.end(),
@@ -80,7 +96,8 @@ json Cell(Rows rows, const std::optional<int64_t>& length, const std::optional<d
                {"policy", f.policy}, {"family", PolicyFamily(f.policy)},
                {"budget", f.budget}, {"length", OrNull(length)},
                {"depth", OrNull(depth)}};
-  const std::string key = cell.dump();
+  const std::string key = SeedKey(cell, f);
+  AddProtocolAndScorer(f, cell);
   cell["n"] = rows.size();
   cell["infeasible_n"] =
       std::count_if(rows.begin(), rows.end(), [](const Row* r) { return r->f.infeasible; });
@@ -128,8 +145,8 @@ json Cells(const Rows& rows) {
   json cells = json::array();
   const auto groups = GroupBy(rows, [](const Row& r) {
     const RowFields& f = r.f;
-    return f.model + '\x1f' + f.task + '\x1f' + f.prompt_style + '\x1f' + f.prefill_mode + '\x1f' +
-           f.policy + '\x1f' + Budget(f.budget);
+    return f.model + '\x1f' + f.task + '\x1f' + RowConditions(f) + '\x1f' + f.prefill_mode +
+           '\x1f' + f.policy + '\x1f' + Budget(f.budget);
   });
   for (const Rows& group : groups) {
     cells.push_back(Cell(group, std::nullopt, std::nullopt));
@@ -151,6 +168,7 @@ struct PairSpec {
   json key;  // model, task, prompt_style, prefill_mode, budget, length
   std::string metric;
   bool higher_is_better;
+  const RowFields& conditions;  // a row of the group: its protocol and scorer
 };
 
 std::optional<json> Compare(const PairSpec& spec, const std::string& a, const std::string& b,
@@ -169,7 +187,8 @@ std::optional<json> Compare(const PairSpec& spec, const std::string& a, const st
   c["higher_is_better"] = spec.higher_is_better;
   c["a"] = a;
   c["b"] = b;
-  const Interval ci = PairedBootstrapInterval(va, vb, SeedFromKey(c.dump()));
+  const Interval ci = PairedBootstrapInterval(va, vb, SeedFromKey(SeedKey(c, spec.conditions)));
+  AddProtocolAndScorer(spec.conditions, c);
   const double mean_a = Mean(va), mean_b = Mean(vb), diff = mean_a - mean_b;
   c["same_family"] = PolicyFamily(a) == PolicyFamily(b);
   c["n"] = va.size();
@@ -224,7 +243,7 @@ void ComparePolicies(const PairSpec& spec, const Rows& rows, json& out) {
 json Comparisons(const Rows& rows) {
   json out = json::array();
   const auto groups = GroupBy(rows, [](const Row& r) {
-    return r.f.model + '\x1f' + r.f.task + '\x1f' + r.f.prompt_style;
+    return r.f.model + '\x1f' + r.f.task + '\x1f' + RowConditions(r.f);
   });
   for (const Rows& group : groups) {
     const RowFields& first = group.front()->f;
@@ -268,7 +287,8 @@ json Comparisons(const Rows& rows) {
                                {"budget", budget},
                                {"length", OrNull(level)}},
                               metric,
-                              metric != "kl"};
+                              metric != "kl",
+                              first};
           ComparePolicies(spec, at, out);
         }
       }

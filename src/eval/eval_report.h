@@ -1,6 +1,6 @@
 // Aggregates of an evaluation, with their statistics (docs/evaluation.md, "Summary"): the
-// cells (means of every metric with a 95% interval, per model, task, prompt style, prefill mode,
-// policy and budget, pooled and per length and depth), the paired comparisons of the policies,
+// cells (means of every metric with a 95% interval, per model, task, prompt style, protocol,
+// scorer, prefill mode, policy and budget, pooled and per length and depth), the paired comparisons of the policies,
 // and the Markdown tables of policies x budgets. `qevict eval` and `qevict report` both write
 // them through these functions.
 #pragma once
@@ -23,11 +23,11 @@ nlohmann::json SummarizeRows(const std::vector<nlohmann::json>& rows);
 // The task's primary metric: "kl" for ppl rows, "edit_similarity" for longgen, else "accuracy".
 std::string PrimaryMetric(const std::string& task, bool has_kl);
 
-// Per (model, task, prompt style, prefill mode): a table of the primary metric with its
+// Per (model, task, prompt style, protocol, scorer, prefill mode): a table of the primary metric with its
 // interval, policies as rows and budgets as columns, the full cache's value in every column and
 // "(inf.)" where the mean includes rows that could not meet the budget; pooled over lengths,
-// then one table per length when there are several. Labels name the prompt style or the model
-// only when the cells mix them.
+// then one table per length when there are several. Labels name the prompt style, protocol,
+// scorer or model only when the cells mix them.
 std::string MarkdownTable(const nlohmann::json& summary);
 
 }  // namespace qevict

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "eval/eval_report.h"
 #include "eval/eval_rows.h"
@@ -126,12 +127,68 @@ TEST(EvalSummaryTest, OlderRowsReadAsModelUnknownAndSeedNull) {
   EXPECT_TRUE(f.seed.is_null());
   EXPECT_EQ(f.prefill_mode, "prompt-end");
   EXPECT_EQ(f.prompt_style, "chat");
+  EXPECT_EQ(f.protocol, "question-in-prompt");
+  EXPECT_EQ(f.scorer, "substring");
   json full = Row("full", 1.0, "a", 1.0);
   full.erase("prefill_mode");
   EXPECT_EQ(ReadRowFields(full).prefill_mode, "full");
   const json cell = SummarizeRows({row})["cells"][0];
   EXPECT_EQ(cell["model"], "");
   EXPECT_EQ(cell["prefill_mode"], "prompt-end");
+  EXPECT_EQ(cell["protocol"], "question-in-prompt");
+  EXPECT_EQ(cell["scorer"], "substring");
+}
+
+// Rows of another protocol or scorer never share a cell or a comparison with the others; rows
+// that name the defaults are the same as rows written before the fields existed, and get the
+// same intervals.
+TEST(EvalSummaryTest, ProtocolsAndScorersAreKeptApart) {
+  std::vector<json> rows = PairedRows(12, 6, 1, 2);
+  const json before = SummarizeRows(rows);
+  for (json& r : rows) {
+    r["protocol"] = "question-in-prompt";
+    r["scorer"] = "substring";
+  }
+  EXPECT_EQ(SummarizeRows(rows), before);
+  const size_t n = rows.size();
+  for (size_t i = 0; i < n; ++i) {
+    json context_only = rows[i];
+    context_only["protocol"] = "context-only";
+    context_only["accuracy"] = 0.0;
+    rows.push_back(context_only);
+    json f1 = rows[i];
+    f1["scorer"] = "f1";
+    f1["accuracy"] = 0.5;
+    rows.push_back(f1);
+  }
+  const json s = SummarizeRows(rows);
+  ASSERT_EQ(s["cells"].size(), 3u * before["cells"].size());
+  for (const json& c : s["cells"]) {
+    SCOPED_TRACE(c.dump());
+    const double mean = c["metrics"]["accuracy"]["mean"];
+    EXPECT_EQ(c["n"], 12);
+    if (c["protocol"] == "context-only") {
+      EXPECT_EQ(mean, 0.0);
+    } else if (c["scorer"] == "f1") {
+      EXPECT_EQ(c["protocol"], "question-in-prompt");
+      EXPECT_EQ(mean, 0.5);
+    } else {
+      EXPECT_EQ(c["scorer"], "substring");
+      EXPECT_EQ(c, Select(before["cells"], [&](const json& b) {
+                     return b["policy"] == c["policy"];
+                   }).at(0));
+    }
+  }
+  // One comparison of the two policies per (protocol, scorer), each on its own 12 instances.
+  ASSERT_EQ(s["comparisons"].size(), 3u);
+  std::set<std::string> seen;
+  for (const json& c : s["comparisons"]) {
+    EXPECT_EQ(c["n"], 12);
+    seen.insert(c["protocol"].get<std::string>() + "/" + c["scorer"].get<std::string>());
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"question-in-prompt/substring",
+                                         "context-only/substring", "question-in-prompt/f1"}));
+  EXPECT_EQ(s["comparisons"][0], before["comparisons"][0]);
 }
 
 TEST(EvalSummaryTest, LevelsFollowWhatTheRowsHave) {
@@ -365,6 +422,26 @@ TEST(EvalTableTest, MixedStylesAndModelsAreLabelled) {
   const std::string one = MarkdownTable(SummarizeRows({completion}));
   EXPECT_EQ(one.find("(completion)"), std::string::npos) << one;
   EXPECT_EQ(one.find(", m"), std::string::npos) << one;
+}
+
+TEST(EvalTableTest, MixedProtocolsAndScorersGetTablesOfTheirOwn) {
+  json context_only = Row("qevict", 0.1, "a", 1.0);
+  context_only["protocol"] = "context-only";
+  json f1 = Row("qevict", 0.1, "a", 0.5);
+  f1["scorer"] = "f1";
+  json both = context_only;
+  both["prompt_style"] = "completion";
+  both["scorer"] = "exact";
+  const std::string md = MarkdownTable(
+      SummarizeRows({Row("qevict", 0.1, "a", 0.0), context_only, f1, both}));
+  EXPECT_NE(md.find("### niah — accuracy"), std::string::npos) << md;
+  EXPECT_NE(md.find("### niah (context-only) — accuracy"), std::string::npos) << md;
+  EXPECT_NE(md.find("### niah (f1 scorer) — accuracy"), std::string::npos) << md;
+  EXPECT_NE(md.find("### niah (completion, context-only, exact scorer) — accuracy"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| qevict (n=1) | 0.50 ["), std::string::npos) << md;
+  const std::string one = MarkdownTable(SummarizeRows({context_only}));
+  EXPECT_EQ(one.find("(context-only)"), std::string::npos) << one;
 }
 
 }  // namespace

@@ -42,8 +42,9 @@ std::string JsonMessage(const std::exception& e) {
   return at == std::string::npos ? what : what.substr(at + 2);
 }
 
-// The row of one line, or a message saying why the line is not one.
-json ParseRow(const std::string& line, std::string& why) {
+}  // namespace
+
+json ParseRowLine(const std::string& line, std::string& why) {
   json row;
   try {
     row = json::parse(line);
@@ -68,8 +69,6 @@ json ParseRow(const std::string& line, std::string& why) {
   return row;
 }
 
-}  // namespace
-
 RowFields ReadRowFields(const json& row) {
   RowFields f;
   f.model = Str(row, "model");
@@ -82,6 +81,10 @@ RowFields ReadRowFields(const json& row) {
   if (f.prefill_mode.empty()) f.prefill_mode = IsFullPolicy(f.policy) ? "full" : "prompt-end";
   f.prompt_style = Str(row, "prompt_style");
   if (f.prompt_style.empty()) f.prompt_style = "chat";
+  f.protocol = Str(row, "protocol");
+  if (f.protocol.empty()) f.protocol = "question-in-prompt";
+  f.scorer = Str(row, "scorer");
+  if (f.scorer.empty()) f.scorer = "substring";
   if (row.contains("budget") && row["budget"].is_number()) f.budget = row["budget"].get<double>();
   if (row.contains("target_tokens") && row["target_tokens"].is_number()) {
     const auto tokens = static_cast<int64_t>(row["target_tokens"].get<double>());
@@ -91,6 +94,15 @@ RowFields ReadRowFields(const json& row) {
   f.infeasible = row.contains("infeasible") && row["infeasible"].is_boolean() &&
                  row["infeasible"].get<bool>();
   return f;
+}
+
+std::string RowConditions(const RowFields& f) {
+  return f.prompt_style + '\x1f' + f.protocol + '\x1f' + f.scorer;
+}
+
+std::string RowKey(const RowFields& f) {
+  return f.model + '\x1f' + f.seed.dump() + '\x1f' + f.id + '\x1f' + f.policy + '\x1f' +
+         json(f.budget).dump() + '\x1f' + f.prefill_mode + '\x1f' + RowConditions(f);
 }
 
 bool IsFullPolicy(const std::string& policy) {
@@ -125,7 +137,7 @@ std::vector<json> ReadRowsInput(const std::string& input) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) return;
     std::string why;
-    json row = ParseRow(line, why);
+    json row = ParseRowLine(line, why);
     if (row.is_null()) throw Error(path + ":" + std::to_string(line_number) + ": " + why);
     rows.push_back(std::move(row));
   };
@@ -154,11 +166,7 @@ std::vector<json> ReadRowsInput(const std::string& input) {
 
 void MergedRows::Add(std::vector<json> more) {
   for (json& row : more) {
-    const RowFields f = ReadRowFields(row);
-    const std::string key = f.model + '\x1f' + f.seed.dump() + '\x1f' + f.id + '\x1f' + f.policy +
-                            '\x1f' + json(f.budget).dump() + '\x1f' + f.prefill_mode + '\x1f' +
-                            f.prompt_style;
-    const auto [it, fresh] = index_.emplace(key, rows.size());
+    const auto [it, fresh] = index_.emplace(RowKey(ReadRowFields(row)), rows.size());
     if (fresh) {
       rows.push_back(std::move(row));
     } else {

@@ -20,12 +20,23 @@ struct RowFields {
   std::string task, id, kind, policy;
   std::string prefill_mode;  // older rows: "full" for the full cache, else "prompt-end"
   std::string prompt_style;  // older rows: "chat"
+  std::string protocol;      // older rows: "question-in-prompt"
+  std::string scorer;        // older rows: "substring"
   double budget = 0.0;
   std::optional<int64_t> length;  // target_tokens when > 0
   std::optional<double> depth;
   bool infeasible = false;
 };
 RowFields ReadRowFields(const nlohmann::json& row);
+
+// What a row's questions were asked and scored under: prompt style, protocol and scorer,
+// joined. Rows that differ in it never share a cell, a comparison or a table.
+std::string RowConditions(const RowFields& f);
+
+// What identifies a row among the rows of runs: (model, seed, id, policy, budget, prefill mode)
+// and RowConditions. `qevict report` keeps the last row of each key; `qevict eval --resume`
+// skips an instance whose every row key is present.
+std::string RowKey(const RowFields& f);
 
 // "full", or "full[TAG]" of a tagged run.
 bool IsFullPolicy(const std::string& policy);
@@ -37,13 +48,17 @@ std::string PolicyFamily(const std::string& policy);
 // "models/SmolLM2-135M-Instruct.Q4_1.gguf" -> "SmolLM2-135M-Instruct.Q4_1".
 std::string ModelName(const std::string& model_path);
 
+// The row of one line of a rows file, or null with `why` saying why the line is not one (not
+// JSON, not an object, no string "task", "id", "policy" or no number "budget").
+nlohmann::json ParseRowLine(const std::string& line, std::string& why);
+
 // The rows of a rows.jsonl, a gzip-compressed rows.jsonl.gz, or a directory holding one of them.
 // Throws qevict::Error for a missing or unreadable input, a line that is not a row
 // ("FILE:LINE: message") and an input without any row. Blank lines are skipped.
 std::vector<nlohmann::json> ReadRowsInput(const std::string& input);
 
-// Rows of several inputs, merged: a later row with the same (model, seed, id, policy, budget,
-// prefill mode, prompt style) replaces the earlier one in its place.
+// Rows of several inputs, merged: a later row with the same RowKey replaces the earlier one in
+// its place.
 struct MergedRows {
   std::vector<nlohmann::json> rows;
   int64_t replaced = 0;

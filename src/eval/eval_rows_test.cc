@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "eval/eval_rows.h"
+#include "eval/eval_test_files.h"
 #include "eval/report_run.h"
 #include "util/error.h"
 
@@ -27,14 +28,10 @@ std::string Line(const std::string& policy, const std::string& id, double accura
 }
 
 // A fresh directory under the test temp dir.
-std::string Dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/qevict_rows_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+std::string Dir(const std::string& name) { return eval_test::FreshTempDir("rows_" + name); }
 
-void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+using eval_test::ErrorOf;
+using eval_test::WriteFile;
 
 void WriteGz(const std::string& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");
@@ -44,27 +41,18 @@ void WriteGz(const std::string& path, const std::string& text) {
   ASSERT_EQ(gzclose(f), Z_OK);
 }
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(EvalRowsTest, ReadsPlainGzipAndDirectories) {
   const std::string dir = Dir("read");
   const std::string text = Line("full", "a", 1.0) + "\n\n" + Line("qevict", "a", 0.0) + "\r\n" +
                            Line("qevict", "b", 1.0);  // no final newline
-  Write(dir + "/plain.jsonl", text);
+  WriteFile(dir + "/plain.jsonl", text);
   WriteGz(dir + "/rows.jsonl.gz", text);
   const std::vector<json> plain = ReadRowsInput(dir + "/plain.jsonl");
   ASSERT_EQ(plain.size(), 3u);
   EXPECT_EQ(plain[2]["id"], "b");
   EXPECT_EQ(ReadRowsInput(dir + "/rows.jsonl.gz"), plain);
   EXPECT_EQ(ReadRowsInput(dir), plain);  // the directory's rows.jsonl.gz
-  Write(dir + "/rows.jsonl", text);
+  WriteFile(dir + "/rows.jsonl", text);
   EXPECT_NE(ErrorOf([&] { ReadRowsInput(dir); }).find("holds both"), std::string::npos);
 }
 
@@ -73,17 +61,17 @@ TEST(EvalRowsTest, BadInputIsAnErrorWithItsLine) {
   EXPECT_NE(ErrorOf([&] { ReadRowsInput(dir + "/none.jsonl"); }).find("cannot open"),
             std::string::npos);
   EXPECT_NE(ErrorOf([&] { ReadRowsInput(dir); }).find("holds no rows.jsonl"), std::string::npos);
-  Write(dir + "/broken.jsonl", Line("full", "a", 1.0) + "\n{\"task\": \n");
+  WriteFile(dir + "/broken.jsonl", Line("full", "a", 1.0) + "\n{\"task\": \n");
   const std::string broken = ErrorOf([&] { ReadRowsInput(dir + "/broken.jsonl"); });
   EXPECT_NE(broken.find(dir + "/broken.jsonl:2: not JSON"), std::string::npos) << broken;
-  Write(dir + "/array.jsonl", "\n[1, 2]\n");
+  WriteFile(dir + "/array.jsonl", "\n[1, 2]\n");
   EXPECT_NE(ErrorOf([&] { ReadRowsInput(dir + "/array.jsonl"); }).find("array.jsonl:2: not a row"),
             std::string::npos);
-  Write(dir + "/nopolicy.jsonl", R"({"task": "niah", "id": "a", "budget": 0.1})" "\n");
+  WriteFile(dir + "/nopolicy.jsonl", R"({"task": "niah", "id": "a", "budget": 0.1})" "\n");
   EXPECT_NE(ErrorOf([&] { ReadRowsInput(dir + "/nopolicy.jsonl"); })
                 .find("nopolicy.jsonl:1: not a row: no string \"policy\""),
             std::string::npos);
-  Write(dir + "/empty.jsonl", "\n  \n");
+  WriteFile(dir + "/empty.jsonl", "\n  \n");
   EXPECT_NE(ErrorOf([&] { ReadRowsInput(dir + "/empty.jsonl"); }).find("holds no row"),
             std::string::npos);
   // A gzip stream cut short.
@@ -93,7 +81,7 @@ TEST(EvalRowsTest, BadInputIsAnErrorWithItsLine) {
     std::ifstream in(dir + "/whole.gz", std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
-  Write(dir + "/cut.gz", bytes.substr(0, bytes.size() - 12));
+  WriteFile(dir + "/cut.gz", bytes.substr(0, bytes.size() - 12));
   EXPECT_NE(ErrorOf([&] { ReadRowsInput(dir + "/cut.gz"); }).find("cannot read"),
             std::string::npos);
 }
@@ -111,6 +99,20 @@ TEST(EvalRowsTest, LaterRowsReplaceEarlierOnes) {
   EXPECT_EQ(merged.replaced, 1);
   EXPECT_EQ(merged.rows[1]["accuracy"], 1.0);  // in the replaced row's place
   EXPECT_EQ(merged.rows[2]["model"], "gemma");
+  // Another protocol or scorer is another row; naming the defaults is not.
+  json context_only = json::parse(Line("qevict", "a", 0.5));
+  context_only["protocol"] = "context-only";
+  json f1 = json::parse(Line("qevict", "a", 0.5));
+  f1["scorer"] = "f1";
+  json defaults = json::parse(Line("qevict", "a", 0.25));
+  defaults["protocol"] = "question-in-prompt";
+  defaults["scorer"] = "substring";
+  merged.Add({context_only, f1, defaults});
+  ASSERT_EQ(merged.rows.size(), 7u);
+  EXPECT_EQ(merged.replaced, 2);
+  EXPECT_EQ(merged.rows[1]["accuracy"], 0.25);
+  EXPECT_EQ(RowKey(ReadRowFields(merged.rows[5])), RowKey(ReadRowFields(context_only)));
+  EXPECT_NE(RowKey(ReadRowFields(context_only)), RowKey(ReadRowFields(f1)));
 }
 
 TEST(ReportRunTest, MergesInputsAndWritesTheSummary) {
@@ -122,7 +124,7 @@ TEST(ReportRunTest, MergesInputsAndWritesTheSummary) {
     second += Line("qevict", id, 1.0) + "\n" + Line("snapkv", id, i < 2 ? 1.0 : 0.0) + "\n";
   }
   fs::create_directories(dir + "/run1");
-  Write(dir + "/run1/rows.jsonl", first);
+  WriteFile(dir + "/run1/rows.jsonl", first);
   WriteGz(dir + "/second.jsonl.gz", second);
   ReportOptions o;
   o.inputs = {dir + "/run1", dir + "/second.jsonl.gz"};

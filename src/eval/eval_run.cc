@@ -8,7 +8,9 @@
 #include <fstream>
 #include <map>
 
+#include "eval/answer_match.h"
 #include "eval/eval_report.h"
+#include "eval/eval_resume.h"
 #include "eval/eval_rows.h"
 #include "eval/policy_variant.h"
 #include "eval/progress_bar.h"
@@ -61,12 +63,22 @@ std::vector<EvalTask> Generate(const EvalOptions& o, const LoadedModel& model) {
   return tasks;
 }
 
-// The line above the tables: how the questions were put to the model.
-std::string PromptStyleLine(PromptStyle style) {
-  return style == PromptStyle::kChat
-             ? "Prompt style: chat (the model's chat template).\n\n"
-             : "Prompt style: completion (raw text, \"Question: ...\\nAnswer:\" and the answer "
-               "prefix).\n\n";
+// The lines above the tables: how the questions were put to the model and scored.
+std::string PromptStyleLine(const EvalSettings& settings) {
+  std::string text = settings.prompt_style == PromptStyle::kChat
+                         ? "Prompt style: chat (the model's chat template).\n\n"
+                         : "Prompt style: completion (raw text, \"Question: ...\\nAnswer:\" and "
+                           "the answer prefix).\n\n";
+  text += settings.protocol == EvalProtocol::kContextOnly
+              ? "Protocol: context-only (the cache is compressed after the context; every "
+                "question comes as a later turn).\n\n"
+              : "Protocol: question-in-prompt (the first question is part of the prompt the "
+                "cache is compressed after).\n\n";
+  if (settings.scorer != AnswerScorer::kSubstring) {
+    text += "Scorer: " + std::string(AnswerScorerName(settings.scorer)) +
+            " (on the output's first line, SQuAD-normalized) where a task names none.\n\n";
+  }
+  return text;
 }
 
 std::string IsoNow() {
@@ -86,6 +98,9 @@ int RunEval(const EvalOptions& o) {
   for (const std::string& p : o.settings.policies) {
     ApplyPolicyVariant(o.settings.kv, p);  // names an unknown policy or option
   }
+  const std::string rows_path = o.out_dir + "/rows.jsonl";
+  CheckEarlierRows(rows_path, o.overwrite, o.resume);
+  const EarlierRows earlier = o.resume ? ReadEarlierRows(rows_path) : EarlierRows{};
   const auto start = std::chrono::steady_clock::now();
   const std::string started = IsoNow();
   LoadedModel model = LoadedModel::Load(o.model_path);
@@ -113,10 +128,18 @@ int RunEval(const EvalOptions& o) {
   std::vector<int64_t> sizes;
   json skipped = json::array();
   for (EvalTask& t : tasks) {
-    const int64_t need = InstanceTokens(model, t, settings.prompt_style);
-    if (need > context) {
-      const std::string why = "needs " + std::to_string(need) + " tokens, more than the context of " +
-                              std::to_string(context);
+    std::string why;
+    int64_t need = 0;
+    try {
+      need = InstanceTokens(model, t, settings.prompt_style, settings.protocol);
+    } catch (const Error& e) {  // e.g. a task without a context under context-only
+      why = e.what();
+    }
+    if (why.empty() && need > context) {
+      why = "needs " + std::to_string(need) + " tokens, more than the context of " +
+            std::to_string(context);
+    }
+    if (!why.empty()) {
       std::fprintf(stderr, "qevict: skipping task %s: %s\n", t.id.c_str(), why.c_str());
       skipped.push_back({{"id", t.id}, {"reason", why}});
       continue;
@@ -139,12 +162,42 @@ int RunEval(const EvalOptions& o) {
                  o.shards, first, last, n);
   }
 
+  // Every row of rows.jsonl, for the summary: the earlier ones kept (--resume), then this run's.
+  std::vector<json> rows;
+  const std::string model_name = ModelName(o.model_path);
+  int64_t resumed = 0;
+  std::filesystem::create_directories(o.out_dir);
+  if (o.resume) {
+    ResumePlan plan = PlanResume(earlier, runnable, settings, model_name, o.grid.seed);
+    RewriteRows(rows_path, plan.kept_lines);
+    std::vector<EvalTask> to_run;
+    std::vector<int64_t> to_run_sizes;
+    for (const size_t i : plan.to_run) {
+      to_run.push_back(std::move(runnable[i]));
+      to_run_sizes.push_back(sizes[i]);
+    }
+    runnable = std::move(to_run);
+    sizes = std::move(to_run_sizes);
+    rows = std::move(plan.kept_rows);
+    resumed = plan.done;
+    std::fprintf(stderr,
+                 "qevict eval: --resume: %lld instances already have every row (%zu rows kept "
+                 "in %s); %zu to run",
+                 static_cast<long long>(plan.done), rows.size(), rows_path.c_str(),
+                 runnable.size());
+    if (plan.dropped > 0) {
+      std::fprintf(stderr, "; %lld rows of unfinished instances dropped, they run again",
+                   static_cast<long long>(plan.dropped));
+    }
+    if (earlier.torn_tail) std::fprintf(stderr, "; a torn last line dropped");
+    std::fprintf(stderr, "\n");
+  }
+
   int64_t compressed_rows = 0;  // per prefill mode
   for (const std::string& p : settings.policies) {
     if (p != "full") compressed_rows += static_cast<int64_t>(settings.budgets.size());
   }
-  const int64_t modes = (settings.bounded ? 1 : 0) + (settings.prompt_end ? 1 : 0);
-  const int64_t rows_per_instance = 1 + compressed_rows * modes;
+  const auto rows_per_instance = static_cast<int64_t>(PlannedRows(settings).size());
   // Work estimate for the ETA: a prompt token costs about 1, a decoded token 6 (12 with a shadow).
   const double decode_weight = settings.shadow ? 12.0 : 6.0;
   double total_work = 0.0;
@@ -164,19 +217,15 @@ int RunEval(const EvalOptions& o) {
                   (settings.bounded ? bounded_prefill_work.back() * compressed_rows : 0.0);
   }
 
-  std::filesystem::create_directories(o.out_dir);
-  const std::string rows_path = o.out_dir + "/rows.jsonl";
-  std::ofstream rows_out(rows_path, std::ios::trunc);
+  std::ofstream rows_out(rows_path, o.resume ? std::ios::app : std::ios::trunc);
   if (!rows_out) throw Error("cannot write '" + rows_path + "'");
   const char* style = PromptStyleName(settings.prompt_style);
-  std::fprintf(stderr, "qevict eval: %zu task instances x %lld rows each, %s prompts -> %s\n",
+  std::fprintf(stderr, "qevict eval: %zu task instances x %lld rows each, %s prompts, %s -> %s\n",
                runnable.size(), static_cast<long long>(rows_per_instance), style,
-               o.out_dir.c_str());
+               EvalProtocolName(settings.protocol), o.out_dir.c_str());
 
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::HardwareThreads());
   ProgressBar progress(total_work, o.progress);
-  std::vector<json> rows;
-  const std::string model_name = ModelName(o.model_path);
   json failed = json::array();
   for (size_t i = 0; i < runnable.size(); ++i) {
     const EvalTask& task = runnable[i];
@@ -220,6 +269,8 @@ int RunEval(const EvalOptions& o) {
                   {"budgets", settings.budgets},
                   {"shadow", settings.shadow},
                   {"prompt_style", style},
+                  {"protocol", EvalProtocolName(settings.protocol)},
+                  {"scorer", AnswerScorerName(settings.scorer)},
                   {"prefill_modes", settings.bounded && settings.prompt_end
                                         ? json::array({"bounded", "prompt-end"})
                                     : settings.bounded ? json::array({"bounded"})
@@ -227,6 +278,7 @@ int RunEval(const EvalOptions& o) {
                   {"prefill_chunk", settings.bounded ? settings.kv.prefill_chunk : 0},
                   {"tag", settings.tag},
                   {"instances", runnable.size()},
+                  {"resumed_instances", resumed},
                   {"shard", std::to_string(o.shard) + "/" + std::to_string(o.shards)},
                   {"rows", rows.size()},
                   {"task_file_errors", file_errors},
@@ -236,7 +288,7 @@ int RunEval(const EvalOptions& o) {
                   {"comparisons", stats["comparisons"]}};
   std::ofstream(o.out_dir + "/summary.json", std::ios::trunc) << summary.dump(1) << '\n';
   const std::string table = MarkdownTable(summary);
-  const std::string header = PromptStyleLine(settings.prompt_style);
+  const std::string header = PromptStyleLine(settings);
   std::ofstream(o.out_dir + "/table.md", std::ios::trunc)
       << "<!-- " << o.command_line << " -->\n\n" << header << table;
   std::printf("%s%s", header.c_str(), table.c_str());

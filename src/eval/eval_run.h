@@ -4,11 +4,12 @@
 //   rows.jsonl    one row per (task instance × policy × budget × prefill mode), flushed after
 //                 each row; every row names its model (the GGUF file's basename) and the --seed
 //   summary.json  the command and the grid, then (format 2, eval/eval_report.h) the cells:
-//                 means with 95% intervals per (model, task, prompt style, prefill mode,
-//                 policy, budget), pooled and per length and depth; and the comparisons of
-//                 every pair of policies on their shared instances, with a verdict
-//   table.md      policies × budgets per (model, task, prompt style, prefill mode), each value
-//                 with its interval (also printed)
+//                 means with 95% intervals per (model, task, prompt style, protocol, scorer,
+//                 prefill mode, policy, budget), pooled and per length and depth; and the
+//                 comparisons of every pair of policies on their shared instances, with a
+//                 verdict
+//   table.md      policies × budgets per (model, task, prompt style, protocol, scorer, prefill
+//                 mode), each value with its interval (also printed)
 // `qevict report` (eval/report_run.h) recomputes summary.json and table.md from saved rows with
 // the same functions. Pictures and docs/results.md are rendered from these by
 // scripts/plot_eval.py and scripts/render_results.py.
@@ -30,6 +31,10 @@ struct EvalOptions {
   EvalSettings settings;
   int threads = 0;           // 0: every core
   std::string out_dir = "eval-out";
+  // When out_dir/rows.jsonl already holds rows (eval/eval_resume.h): start over (overwrite), or
+  // keep them and run only the instances missing a row (resume); with neither, RunEval throws.
+  bool overwrite = false;
+  bool resume = false;
   std::string command_line;  // recorded in summary.json
   bool progress = true;
   // Shard `shard` of `shards`: only that contiguous block of the instances (after skipping those

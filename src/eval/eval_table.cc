@@ -54,6 +54,13 @@ struct TableSpec {
   json length;         // null: pooled
 };
 
+constexpr const char* kDefaultProtocol = "question-in-prompt";
+constexpr const char* kDefaultScorer = "substring";
+
+// A cell's protocol and scorer (summaries written before they existed have the defaults).
+std::string Protocol(const json& cell) { return cell.value("protocol", kDefaultProtocol); }
+std::string Scorer(const json& cell) { return cell.value("scorer", kDefaultScorer); }
+
 // Policies as rows (the full cache first, its value in every column), budgets as columns.
 std::string Table(const TableSpec& spec, const Cells& group) {
   Cells at;
@@ -104,14 +111,17 @@ std::string Table(const TableSpec& spec, const Cells& group) {
 
 std::string MarkdownTable(const json& summary) {
   const json& cells = summary.at("cells");
-  std::set<std::string> styles, models;
-  std::vector<std::string> order;  // (model, task, style) in first-appearance order
+  std::set<std::string> styles, protocols, scorers, models;
+  std::vector<std::string> order;  // (model, task, style, protocol, scorer) as they first appear
   std::map<std::string, Cells> groups;
   for (const json& c : cells) {
-    styles.insert(c["prompt_style"].get<std::string>());
+    const std::string style = c["prompt_style"], protocol = Protocol(c), scorer = Scorer(c);
+    styles.insert(style);
+    protocols.insert(protocol);
+    scorers.insert(scorer);
     models.insert(c["model"].get<std::string>());
     const std::string key = c["model"].get<std::string>() + '\x1f' + c["task"].get<std::string>() +
-                            '\x1f' + c["prompt_style"].get<std::string>();
+                            '\x1f' + style + '\x1f' + protocol + '\x1f' + scorer;
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(&c);
   }
@@ -120,6 +130,12 @@ std::string MarkdownTable(const json& summary) {
     const Cells& group = groups[key];
     const json& first = *group.front();
     const std::string task = first["task"], style = first["prompt_style"], model = first["model"];
+    const std::string protocol = Protocol(first), scorer = Scorer(first);
+    // What sets the group apart, named only when the cells mix it and it is not the default.
+    std::vector<std::string> labels;
+    if (styles.size() > 1 && style != "chat") labels.push_back(style);
+    if (protocols.size() > 1 && protocol != kDefaultProtocol) labels.push_back(protocol);
+    if (scorers.size() > 1 && scorer != kDefaultScorer) labels.push_back(scorer + " scorer");
     bool has_kl = false;
     std::vector<std::string> modes;
     std::set<int64_t> lengths;
@@ -133,7 +149,8 @@ std::string MarkdownTable(const json& summary) {
     }
     if (modes.empty()) modes.push_back("full");  // only the full cache: one column
     std::string title = task;
-    if (styles.size() > 1 && style != "chat") title += " (" + style + ")";
+    for (size_t i = 0; i < labels.size(); ++i) title += (i == 0 ? " (" : ", ") + labels[i];
+    if (!labels.empty()) title += ")";
     if (models.size() > 1) title += ", " + (model.empty() ? std::string("unnamed model") : model);
     TableSpec spec{title, PrimaryMetric(task, has_kl), "", nullptr};
     for (const std::string& mode : modes) {

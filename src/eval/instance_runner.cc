@@ -159,7 +159,7 @@ RunOutput RunOne(const LoadedModel& model, Session& session, Session* shadow,
                                             completion));
   } else {
     for (size_t t = 0; t < task.turns.size(); ++t) {
-      if (t > 0) logits = runner.Prompt(turns.later[t - 1]);
+      if (t >= turns.first_asks) logits = runner.Prompt(turns.later[t - turns.first_asks]);
       out.turn_tokens.push_back(Greedy(runner, *model.tokenizer, logits, task.max_new_tokens,
                                             completion));
     }
@@ -171,8 +171,8 @@ RunOutput RunOne(const LoadedModel& model, Session& session, Session* shadow,
 }
 
 json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns,
-         const std::string& policy, double budget, const RunOutput& run, const RunOutput* full,
-         double prefill_seconds, double wall_seconds, bool shadow) {
+         AnswerScorer scorer, const std::string& policy, double budget, const RunOutput& run,
+         const RunOutput* full, double prefill_seconds, double wall_seconds, bool shadow) {
   json row;
   row["task"] = task.task;
   row["id"] = task.id;
@@ -182,6 +182,7 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
   row["target_tokens"] = task.target_tokens;
   row["depth"] = task.depth >= 0.0 ? json(task.depth) : json(nullptr);
   row["prompt_style"] = PromptStyleName(turns.style);
+  row["scorer"] = AnswerScorerName(scorer);
   row["prompt_tokens"] = turns.first.size();
   row["total_tokens"] = run.stats.tokens_seen;
   const RunOutput& ref = full != nullptr ? *full : run;
@@ -210,7 +211,7 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
       double score_sum = 0.0;
       for (size_t t = 0; t < task.turns.size(); ++t) {
         const std::string text = model.tokenizer->Decode(run.turn_tokens[t]);
-        const double score = TurnScore(text, task.turns[t]);
+        const double score = TurnScore(text, task.turns[t], scorer);
         score_sum += score;
         turn_rows.push_back({{"question", task.turns[t].question},
                              {"prompt_tail", turns.tails[t]},
@@ -264,14 +265,33 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
 
 }  // namespace
 
-int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task, PromptStyle style) {
-  const TurnTokens turns = BuildTurnTokens(model, task, style);
+std::vector<PlannedRow> PlannedRows(const EvalSettings& settings) {
+  auto named = [&](const std::string& policy) {
+    return settings.tag.empty() ? policy : policy + "[" + settings.tag + "]";
+  };
+  std::vector<PlannedRow> rows = {{"full", named("full"), 1.0, "full"}};
+  for (const bool bounded : {true, false}) {
+    if (bounded ? !settings.bounded : !settings.prompt_end) continue;
+    for (const std::string& policy : settings.policies) {
+      if (policy == "full") continue;
+      for (const double budget : settings.budgets) {
+        rows.push_back({policy, named(policy), budget, bounded ? "bounded" : "prompt-end"});
+      }
+    }
+  }
+  return rows;
+}
+
+int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task, PromptStyle style,
+                       EvalProtocol protocol) {
+  const TurnTokens turns = BuildTurnTokens(model, task, style, protocol);
   return static_cast<int64_t>(turns.first.size()) + ExtraTokens(task, turns);
 }
 
 void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings& settings,
                  const EvalTask& task, const std::function<void(json)>& on_row) {
-  const TurnTokens turns = BuildTurnTokens(model, task, settings.prompt_style);
+  const TurnTokens turns =
+      BuildTurnTokens(model, task, settings.prompt_style, settings.protocol);
   const int64_t extra = ExtraTokens(task, turns);
   const int64_t prompt = static_cast<int64_t>(turns.first.size());
   const int64_t context = model.model->config().context_length;
@@ -322,12 +342,13 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     return *slot;
   };
 
-  auto run = [&](const std::string& policy, double budget, const RunOutput* reference,
-                 bool bounded) {
+  auto run = [&](const PlannedRow& planned, const RunOutput* reference) {
+    const std::string& policy = planned.policy;
+    const bool bounded = planned.prefill_mode == "bounded";
     ResetPeakRss();  // each row's peak_rss_bytes is the peak of that row alone
     const auto start = Clock::now();
     KvConfig config = ApplyPolicyVariant(settings.kv, policy);
-    config.budget = policy == "full" ? 1.0 : budget;
+    config.budget = planned.budget;
     config.budget_bytes = -1;
     std::optional<Session> own;  // bounded: this row's own chunked prefill
     std::vector<float> own_logits;
@@ -365,27 +386,23 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     RunOutput out = RunOne(model, session, shadow ? &*shadow : nullptr, settings, task, turns,
                            bounded ? std::span<const float>(own_logits) : prefix_logits,
                            reference);
-    const std::string name = settings.tag.empty() ? policy : policy + "[" + settings.tag + "]";
-    json row = Row(model, task, turns, name, config.budget, out, reference,
+    json row = Row(model, task, turns, task.scorer.value_or(settings.scorer), planned.name,
+                   config.budget, out, reference,
                    bounded ? own_prefill_seconds : prefill_seconds, Since(start),
                    settings.shadow);
-    row["prefill_mode"] = policy == "full" ? "full" : bounded ? "bounded" : "prompt-end";
+    row["prefill_mode"] = planned.prefill_mode;
+    row["protocol"] = EvalProtocolName(settings.protocol);
     row["prefill_chunk"] = bounded ? config.prefill_chunk : 0;
     on_row(std::move(row));
     return out;
   };
 
-  const RunOutput full = run("full", 1.0, nullptr, false);
-  for (const bool bounded : {true, false}) {
-    if (bounded ? !settings.bounded : !settings.prompt_end) continue;
-    // Bounded rows without shadows or prompt-end rows to come need no fp16 prefix: dropping it
-    // first makes their RSS that of a process holding their own cache alone.
-    if (bounded && !settings.prompt_end && !settings.shadow) prefix_session.reset();
-    for (const std::string& policy : settings.policies) {
-      if (policy == "full") continue;
-      for (double budget : settings.budgets) run(policy, budget, &full, bounded);
-    }
-  }
+  const std::vector<PlannedRow> planned = PlannedRows(settings);
+  const RunOutput full = run(planned.front(), nullptr);
+  // Bounded rows without shadows or prompt-end rows to come need no fp16 prefix: dropping it
+  // first makes their RSS that of a process holding their own cache alone.
+  if (settings.bounded && !settings.prompt_end && !settings.shadow) prefix_session.reset();
+  for (size_t i = 1; i < planned.size(); ++i) run(planned[i], &full);
 }
 
 }  // namespace qevict

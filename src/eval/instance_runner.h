@@ -42,14 +42,33 @@ struct EvalSettings {
   // How questions are put to the model (eval/chat_turns.h); rows say which in "prompt_style".
   // kAuto is resolved per model (ResolvePromptStyle).
   PromptStyle prompt_style = PromptStyle::kAuto;
+  // Where the first prefill ends (eval/chat_turns.h): after the first question
+  // (question-in-prompt) or after the context, every question then being a later turn
+  // (context-only); rows say which in "protocol".
+  EvalProtocol protocol = EvalProtocol::kQuestionInPrompt;
+  // How answers are compared with the output (eval/answer_match.h) in tasks that do not name
+  // their own scorer (EvalTask::scorer); rows say which in "scorer".
+  AnswerScorer scorer = AnswerScorer::kSubstring;
 };
+
+// One row RunInstance writes for every instance.
+struct PlannedRow {
+  std::string policy;        // as listed in EvalSettings::policies
+  std::string name;          // as the row names it: policy, or policy[tag]
+  double budget = 1.0;       // 1 for the full cache
+  std::string prefill_mode;  // "full", "bounded" or "prompt-end"
+};
+// The rows of an instance in the order RunInstance writes them: the full cache's first, then
+// every bounded (policy, budget), then every prompt-end one.
+std::vector<PlannedRow> PlannedRows(const EvalSettings& settings);
 
 // Tokens an instance needs in its session (prompt + every later turn + generations): what the
 // model's context must hold. Throws qevict::Error for a task that cannot be run.
 int64_t InstanceTokens(const LoadedModel& model, const EvalTask& task,
-                       PromptStyle style = PromptStyle::kAuto);
+                       PromptStyle style = PromptStyle::kAuto,
+                       EvalProtocol protocol = EvalProtocol::kQuestionInPrompt);
 
-// Runs every row of the instance and hands each to on_row as soon as it is done. Rows follow
+// Runs every row of the instance (PlannedRows) and hands each to on_row as soon as it is done. Rows follow
 // the schema of docs/evaluation.md (see eval/eval_run.cc for the key list). Throws
 // qevict::Error when the instance does not fit the model's context.
 void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings& settings,

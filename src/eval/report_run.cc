@@ -36,7 +36,7 @@ int RunReport(const ReportOptions& o) {
                rows == 1 ? "" : "s", o.inputs.size(), o.inputs.size() == 1 ? "" : "s");
   if (replaced > 0) {
     std::fprintf(stderr, "; %lld replaced by later rows of the same model, seed, id, policy, "
-                 "budget, prefill mode and prompt style", static_cast<long long>(replaced));
+                 "budget, prefill mode, prompt style, protocol and scorer", static_cast<long long>(replaced));
   }
   std::fprintf(stderr, "\n");
   if (!o.out_dir.empty()) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,12 +19,22 @@ enum class TaskKind {
   kPerplexity,  // context, then scored_text teacher-forced: NLL and KL to the full cache
 };
 
-// How a turn's answers score the generated text (eval/answer_match.h, TurnScore). An answer
-// "appears" when it is a substring of the output, case-insensitive, whitespace normalized.
+// How one answer is compared with the generated text (eval/answer_match.h, AnswerScore), giving
+// the answer a score in [0, 1].
+enum class AnswerScorer {
+  kSubstring,  // 1 when the answer appears in the output (case-insensitive, whitespace
+               // normalized), else 0
+  kExact,      // 1 when the output's first line equals the answer, both SQuAD-normalized, else 0
+  kF1,         // SQuAD's token F1 between the output's first line and the answer
+};
+
+// How a turn's answers' scores make the turn's score (eval/answer_match.h, TurnScore). Under
+// the substring scorer an answer scores 1 when it "appears" in the output.
 enum class TurnScoring {
-  kAny,    // 1 when any accepted answer appears, else 0 (alternatives of one answer)
-  kAll,    // 1 when every answer appears, else 0
-  kShare,  // the share of the answers that appear (RULER's string_match_all)
+  kAny,    // the best answer's score: 1 when any accepted answer appears, else 0 (alternatives
+           // of one answer)
+  kAll,    // the worst answer's score: 1 when every answer appears, else 0
+  kShare,  // the answers' mean score: the share of them that appear (RULER's string_match_all)
 };
 
 struct EvalTurn {
@@ -52,6 +63,8 @@ struct EvalTask {
   int max_new_tokens = 32;      // per turn (kLongGen: the length of the generation)
   int64_t target_tokens = 0;    // requested context length in tokens (0: not applicable)
   double depth = -1.0;          // needle depth in [0, 1] (-1: not applicable)
+  // A task file's "scorer" for every turn of this task; nullopt: the run's --scorer.
+  std::optional<AnswerScorer> scorer{};
 };
 
 // Token count of a text as the evaluated model's tokenizer sees it (no BOS, no template).

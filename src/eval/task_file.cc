@@ -130,7 +130,8 @@ std::string JsonErrorMessage(size_t position, const std::string& last_token, con
 }
 
 enum class Field {
-  kNone, kId, kContext, kTurns, kMaxNewTokens, kQuestion, kAnswers, kAnswerPrefix, kScoring
+  kNone, kId, kContext, kTurns, kMaxNewTokens, kScorer, kQuestion, kAnswers, kAnswerPrefix,
+  kScoring
 };
 enum class Scope { kTask, kTurns, kTurn, kAnswers };
 enum class Kind { kString, kInteger, kObject, kArray, kNumber, kBool, kNull, kBinary };
@@ -217,6 +218,12 @@ class TaskLineHandler final : public json::json_sax_t {
           return true;
         }
         return Fail(Path() + ": " + Quote(value) + " is not one of \"any\", \"all\", \"share\"");
+      case Field::kScorer:
+        if (const std::optional<AnswerScorer> scorer = ParseAnswerScorer(value)) {
+          task_.scorer = *scorer;
+          return true;
+        }
+        return Fail("scorer: " + Quote(value) + " is not one of \"substring\", \"exact\", \"f1\"");
       default:
         return Fail(Path() + ": unexpected string");  // unreachable: Expect checked the place
     }
@@ -250,7 +257,8 @@ class TaskLineHandler final : public json::json_sax_t {
         {"id", Field::kId},
         {"context", Field::kContext},
         {"turns", Field::kTurns},
-        {"max_new_tokens", Field::kMaxNewTokens}};
+        {"max_new_tokens", Field::kMaxNewTokens},
+        {"scorer", Field::kScorer}};
     static constexpr KeyField kTurnKeys[] = {{"question", Field::kQuestion},
                                              {"answers", Field::kAnswers},
                                              {"answer_prefix", Field::kAnswerPrefix},
@@ -270,7 +278,7 @@ class TaskLineHandler final : public json::json_sax_t {
       bit <<= 1;
     }
     return Fail(where + "unknown key " + Quote(name) +
-                (in_task ? " (expected id, context, turns, max_new_tokens)"
+                (in_task ? " (expected id, context, turns, max_new_tokens, scorer)"
                          : " (expected question, answers, answer_prefix, scoring)"));
   }
 
@@ -343,6 +351,7 @@ class TaskLineHandler final : public json::json_sax_t {
       case Field::kContext: return "context";
       case Field::kTurns: return "turns";
       case Field::kMaxNewTokens: return "max_new_tokens";
+      case Field::kScorer: return "scorer";
       default: return "?";
     }
   }
@@ -396,7 +405,7 @@ class TaskLineHandler final : public json::json_sax_t {
   EvalTask task_;
   std::vector<Scope> scope_;  // at most 4 deep: task, turns, turn, answers
   Field field_ = Field::kNone;
-  unsigned seen_ = 0;       // bits: id, context, turns, max_new_tokens
+  unsigned seen_ = 0;       // bits: id, context, turns, max_new_tokens, scorer
   unsigned turn_seen_ = 0;  // bits: question, answers, answer_prefix, scoring
   std::string schema_error_;
   std::string json_error_;

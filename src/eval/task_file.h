@@ -3,7 +3,7 @@
 //   {"id": "...", "context": "...",
 //    "turns": [{"question": "...", "answers": ["..."], "answer_prefix": "...",
 //               "scoring": "any"}, ...],
-//    "max_new_tokens": 32}
+//    "max_new_tokens": 32, "scorer": "substring"}
 // parsed into EvalTasks (task "file", kind kQuestions). The file is untrusted input
 // (docs/security.md): a malformed line becomes a TaskFileError with its line number and is
 // skipped; nothing in the content makes the parser throw, crash or allocate more than a small
@@ -53,7 +53,8 @@ inline constexpr size_t kTaskIdMaxBytes = 200;
 // whitespace (a blank answer could never match), an optional "answer_prefix" string of at
 // most max_answer_prefix_bytes bytes ("" or absent: none) and an optional "scoring" string,
 // "any" (the default), "all" or "share" (TurnScoring); max_new_tokens: optional integer in
-// [1, max_new_tokens], default 32), or repeats the id of an earlier accepted task.
+// [1, max_new_tokens], default 32; scorer: optional string, "substring", "exact" or "f1"
+// (AnswerScorer; absent: the run's --scorer)), or repeats the id of an earlier accepted task.
 // Never throws for bad content.
 TaskFileResult ParseTaskFile(std::string_view bytes, const TaskFileLimits& limits = {});
 

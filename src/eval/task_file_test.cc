@@ -297,7 +297,7 @@ TEST(TaskFileTest, WrongTypes) {
 TEST(TaskFileTest, UnknownAndDuplicateKeys) {
   const std::string t = R"([{"question": "q", "answers": ["a"]}])";
   ExpectLineError(R"({"id": "x", "context": "c", "turns": )" + t + R"(, "max_tokens": 5})",
-                  "unknown key \"max_tokens\" (expected id, context, turns, max_new_tokens)");
+                  "unknown key \"max_tokens\" (expected id, context, turns, max_new_tokens, scorer)");
   ExpectLineError(R"({"id": "x", "context": "c", "turns": [{"question": "q", "answer": ["a"]}]})",
                   "turns[0]: unknown key \"answer\" (expected question, answers, answer_prefix, "
                   "scoring)");
@@ -454,12 +454,39 @@ TEST(TaskFileTest, Scoring) {
   ExpectLineError(head + R"("scoring": "all", "scoring": "share"}]})",
                   "turns[0]: duplicate key \"scoring\"");
   ExpectLineError(R"({"id": "x", "context": "c", "scoring": "all", "turns": [{"question": "q", "answers": ["a"]}]})",
-                  "unknown key \"scoring\" (expected id, context, turns, max_new_tokens)");
+                  "unknown key \"scoring\" (expected id, context, turns, max_new_tokens, scorer)");
   // A long bad value is quoted short and escaped.
   const TaskFileResult long_bad =
       Parse(head + R"("scoring": ")" + std::string(5000, 'z') + "\\\"\"}]}");
   ASSERT_EQ(long_bad.errors.size(), 1u);
   EXPECT_LT(long_bad.errors[0].message.size(), 200u) << long_bad.errors[0].message;
+}
+
+TEST(TaskFileTest, Scorer) {
+  const std::string turns = R"("turns": [{"question": "q", "answers": ["a"]}])";
+  // Per task, optional (nullopt: the run's --scorer), in any key order.
+  const TaskFileResult r = Parse(
+      R"({"id": "x", "scorer": "f1", "context": "c", )" + turns + "}\n" +
+      R"({"id": "y", "context": "c", )" + turns + R"(, "scorer": "exact"})" + "\n" +
+      R"({"id": "z", "context": "c", )" + turns + R"(, "scorer": "substring"})" + "\n" +
+      R"({"id": "w", "context": "c", )" + turns + "}\n");
+  ASSERT_EQ(r.tasks.size(), 4u) << r.errors.at(0).message;
+  EXPECT_EQ(r.tasks[0].scorer, AnswerScorer::kF1);
+  EXPECT_EQ(r.tasks[1].scorer, AnswerScorer::kExact);
+  EXPECT_EQ(r.tasks[2].scorer, AnswerScorer::kSubstring);
+  EXPECT_EQ(r.tasks[3].scorer, std::nullopt);
+  const std::string head = R"({"id": "x", "context": "c", )" + turns + ", ";
+  for (const char* bad : {"", "F1", "em", " exact", "contains"}) {
+    ExpectLineError(head + R"("scorer": ")" + bad + "\"}",
+                    std::string("scorer: \"") + bad +
+                        "\" is not one of \"substring\", \"exact\", \"f1\"");
+  }
+  ExpectLineError(head + R"("scorer": 1})", "scorer: expected a string, got an integer");
+  ExpectLineError(head + R"("scorer": "f1", "scorer": "exact"})", "duplicate key \"scorer\"");
+  // Not a turn's key: a task's answers are all compared the same way.
+  ExpectLineError(R"({"id": "x", "context": "c", "turns": [{"question": "q", "answers": ["a"], "scorer": "f1"}]})",
+                  "turns[0]: unknown key \"scorer\" (expected question, answers, answer_prefix, "
+                  "scoring)");
 }
 
 TEST(TaskFileTest, AnswerPrefix) {
@@ -493,7 +520,7 @@ TEST(TaskFileTest, AnswerPrefix) {
   ExpectLineError(head + R"("answer_prefix": "a", "answer_prefix": "b"}]})",
                   "turns[0]: duplicate key \"answer_prefix\"");
   ExpectLineError(R"({"id": "x", "context": "c", "answer_prefix": "a", "turns": [{"question": "q", "answers": ["a"]}]})",
-                  "unknown key \"answer_prefix\" (expected id, context, turns, max_new_tokens)");
+                  "unknown key \"answer_prefix\" (expected id, context, turns, max_new_tokens, scorer)");
   ExpectLineError(head + "\"answer_prefix\": \"caf\xe9\"}]}", "invalid UTF-8");
   // Over-long: the limit is in bytes (UTF-8), and a small limit is honoured.
   EXPECT_EQ(Parse(head + R"("answer_prefix": ")" + std::string(1000, 'p') + "\"}]}")
