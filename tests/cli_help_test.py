@@ -38,7 +38,7 @@ def help_options(binary, sub):
     assert out.returncode == 0, out.stderr
     options = []
     for line in out.stdout.splitlines():
-        m = re.match(r"^\s+((?:-\w,)?--[\w-]+(?:,--[\w-]+)*)(?:\s+([A-Z]+)(?:[:\[]\S*)?(?:=(\S+))?)?",
+        m = re.match(r"^\s+((?:-\w,)?--[\w-]+(?:,--[\w-]+)*)(?:\s+([A-Z]+)(?:[:\[][^=\s]*)?(?:=(\S+))?)?",
                      line)
         if not m:
             continue
