@@ -55,7 +55,12 @@ KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
                   "pyramid_beta, h2o_recent_share)");
     }
   }
-  c.Validate();
+  try {
+    c.Validate();
+  } catch (const Error& e) {
+    // KvConfig speaks in --kv-* flags; here the policy came from --policies or a variant.
+    throw Error("--policies entry '" + spec + "': " + e.what());
+  }
   return c;
 }
 
