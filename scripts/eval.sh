@@ -60,7 +60,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 
 if [ "$PART" = headline ]; then
-  TOTAL=4
+  TOTAL=5
   # Headline: needles at 2k and 4k, drift (four questions about four parts of one prompt, in
   # one session) at 2k with the full-cache shadow (missed mass, FMM), every policy, 30 a cell.
   run smol-niah "$SMOL" "${PE[@]}" "${HEAD_BUDGETS[@]}" --tasks niah --lengths 2048,4096 "${DEPTHS10[@]}"
@@ -71,6 +71,7 @@ if [ "$PART" = headline ]; then
   # Gemma 3 270M at 8k tokens, 30 a cell. Its 15 sliding-window layers keep 7.5 MiB of rings
   # whatever the length, counted in the budget (24% of the cache at 8k): budgets from 0.3.
   run gemma-niah "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 8192 --tasks niah "${DEPTHS10[@]}"
+  run gemma-niah-4k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 4096 --tasks niah "${DEPTHS10[@]}"
 else
   TOTAL=6
   # SCBench-style multi-turn: five questions on five parts of one shared context, 30 a cell.
