@@ -147,19 +147,11 @@ std::function<int()> RegisterChat(CLI::App& app) {
   cmd->add_option("--system,--system-prompt", flags->system, "system message");
   cmd->add_option("-n,--n-predict", flags->n_predict, "most tokens per answer")
       ->capture_default_str();
-  cmd->add_option("--chat-template", flags->chat_template,
-                  "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a "
-                  "Jinja file of one of those families");
   AddSamplingFlags(*cmd, flags->sampling, "sampling seed (turn k uses seed + k - 1)");
-  cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
+  AddEngineFlags(*cmd, flags->chat_template, flags->threads, flags->batch);
   cmd->add_option("-c,--ctx,--ctx-size", flags->ctx,
                   "tokens the whole conversation may hold (default: the model's context)");
-  cmd->add_option("-b,--batch,--batch-size", flags->batch, "prefill tokens per forward pass")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  AddKvFlags(*cmd, flags->kv,
-             {true, true, "after the --kv-stats summary, the raw statistics as one JSON line "
-                          "(implies --kv-stats)"});
+  AddKvFlags(*cmd, flags->kv, {true, true, kStatsJsonHelp});
   return [flags] { return Chat(*flags); };
 }
 

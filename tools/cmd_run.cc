@@ -122,19 +122,11 @@ std::function<int()> RegisterRun(CLI::App& app) {
   cmd->add_flag("--chat", flags->chat, "wrap the prompt as a user message in the chat template");
   cmd->add_option("--system,--system-prompt", flags->system,
                   "system message (implies --chat)");
-  cmd->add_option("--chat-template", flags->chat_template,
-                  "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a "
-                  "Jinja file of one of those families");
   AddSamplingFlags(*cmd, flags->sampling, "sampling seed");
-  cmd->add_option("-t,--threads", flags->threads, "threads (default: all available cores)");
+  AddEngineFlags(*cmd, flags->chat_template, flags->threads, flags->batch);
   cmd->add_option("-c,--ctx,--ctx-size", flags->ctx,
                   "context size (default: prompt + n-predict; with -n -1 the model's)");
-  cmd->add_option("-b,--batch,--batch-size", flags->batch, "prefill tokens per forward pass")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  AddKvFlags(*cmd, flags->kv,
-             {true, true, "after the --kv-stats summary, the raw statistics as one JSON line "
-                          "(implies --kv-stats)"});
+  AddKvFlags(*cmd, flags->kv, {true, true, kStatsJsonHelp});
   return [flags] { return Run(*flags); };
 }
 

@@ -91,6 +91,16 @@ std::function<void(int64_t, int64_t, const KvCache&)> PrefillProgressLine() {
   };
 }
 
+void AddEngineFlags(CLI::App& cmd, std::string& chat_template, int& threads, int& batch) {
+  cmd.add_option("--chat-template", chat_template,
+                 "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a "
+                 "Jinja file of one of those families");
+  cmd.add_option("-t,--threads", threads, "threads (default: all available cores)");
+  cmd.add_option("-b,--batch,--batch-size", batch, "prefill tokens per forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+}
+
 std::string ReadTextFile(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read " + what + " '" + path + "'");

@@ -39,6 +39,13 @@ void AddSamplingFlags(CLI::App& cmd, SamplingFlags& flags, const std::string& se
 // Nothing otherwise (an empty function). For SessionOptions::on_prefill_chunk.
 std::function<void(int64_t, int64_t, const KvCache&)> PrefillProgressLine();
 
+// --chat-template, -t/--threads and -b/--batch(-size), as `run` and `chat` take them.
+void AddEngineFlags(CLI::App& cmd, std::string& chat_template, int& threads, int& batch);
+
+// --json's help where it implies --kv-stats (run, chat).
+inline constexpr const char* kStatsJsonHelp =
+    "after the --kv-stats summary, the raw statistics as one JSON line (implies --kv-stats)";
+
 // The whole file; throws qevict::Error naming `what` ("prompt file", "document") when it cannot
 // be read.
 std::string ReadTextFile(const std::string& path, const std::string& what);
