@@ -15,8 +15,9 @@ expect_clean_failure() {
   local err rc
   err=$("$@" 2>&1 >/dev/null)
   rc=$?
-  # 1: qevict::Error; 2 and 105-109: CLI11's parse errors (105: a value its check refuses).
-  if [ $rc -ne 1 ] && [ $rc -ne 2 ] && [ $rc -ne 105 ] && [ $rc -ne 106 ] && [ $rc -ne 109 ]; then
+  # 1: qevict::Error; 2 and 105-109: CLI11's parse errors (105: a value its check refuses,
+  # 107/108: a flag that needs or excludes another).
+  if [ $rc -ne 1 ] && [ $rc -ne 2 ] && { [ $rc -lt 105 ] || [ $rc -gt 109 ]; }; then
     echo "FAIL $name: exit code $rc (want a clean error exit); stderr: $err"
     failures=$((failures + 1))
   elif [ -n "$want" ] && ! grep -qiF -- "$want" <<<"$err"; then
@@ -118,6 +119,27 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure eval_resume_bad_row "$out/rows.jsonl:1: not JSON" \
     "$BIN" eval -m "$MODEL" --no-progress --resume --out "$out"
   rm -rf "$out"
+fi
+
+# --prompt-cache: flags that need it, and files that are not a prompt cache of this model and
+# these options (each refused with what to do, nothing overwritten).
+if [ -f "$MODEL" ]; then
+  pc=$(mktemp -d)
+  expect_clean_failure prompt_cache_ro_alone "--prompt-cache" \
+    "$BIN" run -m "$MODEL" -p hi --prompt-cache-ro
+  printf 'not a cache' >"$pc/garbage.qpc"
+  expect_clean_failure prompt_cache_not_ours "not a qevict prompt cache" \
+    "$BIN" run -m "$MODEL" -p hi -n 1 --prompt-cache "$pc/garbage.qpc"
+  [ "$(cat "$pc/garbage.qpc")" = "not a cache" ] || { echo "FAIL prompt_cache_not_ours: the file was overwritten"; failures=$((failures + 1)); }
+  "$BIN" run -m "$MODEL" -p "Some text to keep." -n 0 --kv-policy qevict --kv-budget 0.5 \
+    --prompt-cache "$pc/doc.qpc" >/dev/null 2>&1
+  expect_clean_failure prompt_cache_other_options "--kv-policy qevict --kv-budget 0.5" \
+    "$BIN" run -m "$MODEL" -p "Some text to keep. More" -n 1 --prompt-cache "$pc/doc.qpc"
+  head -c 100 "$pc/doc.qpc" >"$pc/short.qpc"
+  expect_clean_failure prompt_cache_truncated "delete the file" \
+    "$BIN" run -m "$MODEL" -p "Some text to keep. More" -n 1 --kv-policy qevict --kv-budget 0.5 \
+    --prompt-cache "$pc/short.qpc"
+  rm -rf "$pc"
 fi
 
 echo "$passes passed, $failures failed"

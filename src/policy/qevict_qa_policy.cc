@@ -15,6 +15,7 @@
 
 #include "policy/observation_scores.h"
 #include "policy/policies.h"
+#include "policy/policy_state.h"
 #include "policy/tier_fill.h"
 
 namespace qevict {
@@ -34,6 +35,19 @@ class QevictQaPolicy : public Policy {
   void BeginRun() override {
     observed_.clear();
     base_.clear();
+  }
+
+  void SaveState(ByteWriter& out) const override {
+    SaveLayerTables(observed_, out);
+    SaveLayerTables(base_, out);
+  }
+
+  void LoadState(ByteReader& in, int n_layers) override {
+    observed_ = LoadLayerTables(in, n_layers, "qevict-qa observation");
+    base_ = LoadLayerTables(in, n_layers, "qevict-qa scores");
+    bool ok = observed_.size() == base_.size();
+    for (size_t l = 0; ok && l < base_.size(); ++l) ok = observed_[l].size() == base_[l].size();
+    if (!ok) in.Fail("qevict-qa tables of different sizes");
   }
 
   void Route(const RoutingContext& context, Plan* plan) override {

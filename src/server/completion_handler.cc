@@ -104,7 +104,7 @@ GenerationJob MakeJob(const ServerContext& ctx, PreparedRequest& request) {
   job.batch = ctx.batch;
   job.keep = request.params.cache_prompt;
   job.session_id = request.params.session_id;
-  job.kv_key = KvReuseKey(request.params.kv);
+  job.kv_key = KvConfigKey(request.params.kv);
   return job;
 }
 

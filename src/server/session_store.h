@@ -97,7 +97,5 @@ class SessionStore : public HeldMemory {
   SessionStoreSnapshot counters_;
 };
 
-// What must match for a kept cache to be reused: every kv setting that shapes the cache.
-std::string KvReuseKey(const KvConfig& config);
 
 }  // namespace qevict::server
