@@ -271,11 +271,11 @@ void HandleCompletion(const ServerContext& ctx, Endpoint endpoint, const httplib
   PinnedConversation pinned(ctx.sessions,
                             reuse ? ctx.sessions->Find(job.session_id, job.kv_key, job.prompt)
                                   : std::nullopt);
+  // The kept conversation leaves the store as the reservation that covers it is made.
   auto acquired = ctx.scheduler->Acquire(
       reserve, DescribeKvRequest(request.params.kv, geometry, prompt_tokens, request.max_tokens),
-      pinned.bytes());
+      pinned.bytes(), [&] { job.conversation = pinned.Take(); });
   if (auto* error = std::get_if<ApiError>(&acquired)) return SendError(res, *error);
-  job.conversation = pinned.Take();
 
   // Session and prefill before any byte is written, so that a failure still gets its status.
   std::shared_ptr<GenerationRun> run;

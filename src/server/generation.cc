@@ -98,10 +98,12 @@ void GenerationRun::Finish() {
                     store_->enabled();
   // The cache's memory goes (or only the scratch, for a kept conversation) on the thread that
   // allocated it, before the reservation does.
+  int64_t kept_bytes = 0;
   if (conversation_ != nullptr) {
     lease_.Run([&] {
       if (keep) {
         conversation_->session().Trim();
+        kept_bytes = conversation_->session().cache().Stats().reserved_bytes;
       } else {
         conversation_.reset();
       }
@@ -109,8 +111,9 @@ void GenerationRun::Finish() {
   }
   metrics_.SlotFinished(lease_.slot(), generated_, decode_seconds_, final_stats_);
   if (keep) {
-    lease_.ReleaseWith(
-        [&] { store_->Keep(job_.session_id, job_.kv_key, std::move(conversation_)); });
+    lease_.ReleaseWith([&] {
+      store_->Keep(job_.session_id, job_.kv_key, std::move(conversation_), kept_bytes);
+    });
   }
   lease_ = SlotLease();
 }

@@ -73,10 +73,8 @@ void SessionStore::Unpin(uint64_t id) {
 }
 
 void SessionStore::Keep(const std::string& name, const std::string& kv_key,
-                        std::unique_ptr<Conversation> conversation) {
+                        std::unique_ptr<Conversation> conversation, int64_t bytes) {
   if (!enabled() || conversation == nullptr || conversation->tokens().empty()) return;
-  conversation->session().Trim();
-  const int64_t bytes = conversation->session().cache().Stats().reserved_bytes;
   std::lock_guard<std::mutex> lock(mutex_);
   const auto now = Clock::now();
   ExpireLocked(now);
