@@ -116,6 +116,7 @@ int Chat(const ChatFlags& f) {
     GenerateOptions go;
     go.max_new_tokens = f.n_predict;
     go.sampling = f.sampling.Options(static_cast<uint64_t>(turn - 1));
+    go.seen_tokens = prompt;  // the whole conversation, as the penalties' window sees it
     go.stop = f.sampling.stop;
     go.on_text = [](std::string_view t) {
       std::fwrite(t.data(), 1, t.size(), stdout);

@@ -83,6 +83,7 @@ int Run(const RunFlags& f) {
   GenerateOptions go;
   go.max_new_tokens = static_cast<int>(n_predict);
   go.sampling = f.sampling.Options();
+  go.seen_tokens = tokens;
   go.stop = f.sampling.stop;
   go.on_text = [](std::string_view t) {
     std::fwrite(t.data(), 1, t.size(), stdout);

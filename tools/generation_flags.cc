@@ -38,19 +38,19 @@ void AddSamplingFlags(CLI::App& cmd, SamplingFlags& flags, const std::string& se
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--repeat-penalty", flags.repeat_penalty,
-                 "divide the logits of recently generated tokens by this (1: off)")
+                 "divide the logits of the tokens in the --repeat-last-n window by this (1: off)")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--repeat-last-n", flags.repeat_last_n,
-                 "generated tokens the repeat penalty looks back over (-1: all)")
+                 "the penalties' window: last N tokens of prompt + output (-1: all, 0: off)")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--presence-penalty", flags.presence_penalty,
-                 "subtract from the logit of every token generated so far (OpenAI's)")
+                 "subtract from the logit of every token in the --repeat-last-n window")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--frequency-penalty", flags.frequency_penalty,
-                 "subtract per occurrence of a generated token (OpenAI's)")
+                 "subtract per occurrence of a token in the --repeat-last-n window")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--seed", flags.seed, seed_help)->capture_default_str()->group(group);

@@ -173,6 +173,10 @@ GenerationParams ParseGenerationParams(const json& body, const RequestDefaults& 
   if (const json* v = OptionalField(body, "repeat_penalty")) {
     p.repeat_penalty = static_cast<float>(GetNumberIn(*v, "repeat_penalty", 0.01, 100.0));
   }
+  if (const json* v = OptionalField(body, "repeat_last_n")) {
+    p.repeat_last_n = static_cast<int>(
+        GetIntegerIn(*v, "repeat_last_n", -1, std::numeric_limits<int32_t>::max()));
+  }
   if (const json* v = OptionalField(body, "presence_penalty")) {
     p.presence_penalty = static_cast<float>(GetNumberIn(*v, "presence_penalty", -2.0, 2.0));
   }

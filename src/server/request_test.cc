@@ -81,8 +81,13 @@ TEST(RequestTest, DefaultsComeFromTheServer) {
 TEST(RequestTest, PenaltiesAndLogitBiasAreParsed) {
   const ChatRequest r = Chat(std::string("{") + kHello +
                              R"(, "presence_penalty": 0.5, "frequency_penalty": -1,
-                                 "repeat_penalty": 1.1, "min_p": 0, "logit_bias": {"7": -100, "12": 2.5}})");
+                                 "repeat_penalty": 1.1, "repeat_last_n": -1, "min_p": 0,
+                                 "logit_bias": {"7": -100, "12": 2.5}})");
   EXPECT_EQ(r.params.presence_penalty, 0.5f);
+  EXPECT_EQ(r.params.repeat_last_n, -1);
+  EXPECT_EQ(Chat(std::string("{") + kHello + "}").params.repeat_last_n, 64);  // llama.cpp's
+  EXPECT_EQ(ChatError(std::string("{") + kHello + R"(, "repeat_last_n": -2})").param,
+            "repeat_last_n");
   EXPECT_EQ(r.params.frequency_penalty, -1.0f);
   EXPECT_EQ(r.params.repeat_penalty, 1.1f);
   EXPECT_EQ(r.params.min_p, 0.0f);
