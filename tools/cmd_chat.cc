@@ -63,7 +63,10 @@ void PrintStatus(int turn, int64_t prompt_tokens, const TurnStart& start,
 }
 
 int Chat(const ChatFlags& f) {
-  if (f.n_predict < 1) throw Error("-n must be >= 1 (tokens per answer)");
+  if (f.n_predict < 1) {
+    throw Error("-n " + std::to_string(f.n_predict) +
+                ": -n must be >= 1 for chat (the most tokens per answer)");
+  }
   const std::string document = f.document.empty() ? "" : ReadTextFile(f.document, "document");
   LoadedModel m = LoadedModel::Load(f.model);
   if (!f.chat_template.empty()) m.OverrideChatTemplate(f.chat_template);

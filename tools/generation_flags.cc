@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -103,7 +105,10 @@ void AddEngineFlags(CLI::App& cmd, std::string& chat_template, int& threads, int
 
 std::string ReadTextFile(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + what + " '" + path + "'");
+  if (!in) {
+    throw Error("cannot read " + what + " '" + path + "': " + std::strerror(errno) +
+                "; check the path given to -f");
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -41,8 +41,9 @@ Sampler::Sampler(const SamplerOptions& options)
                 ": must be >= 0, or -1 for every token (0 turns the penalties off)");
   }
   if (!std::isfinite(options.presence_penalty) || !std::isfinite(options.frequency_penalty)) {
-    throw Error("--presence-penalty / --frequency-penalty must be finite numbers (0 turns them "
-                "off; OpenAI allows -2 to 2)");
+    throw Error(
+        "--presence-penalty / --frequency-penalty must be finite numbers (0 turns them "
+        "off; OpenAI allows -2 to 2)");
   }
 }
 

@@ -1,9 +1,5 @@
 #include "engine/sampler.h"
 
-#include "engine/penalty_window.h"
-
-#include "util/error.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +7,9 @@
 #include <random>
 #include <span>
 #include <vector>
+
+#include "engine/penalty_window.h"
+#include "util/error.h"
 
 namespace qevict {
 namespace {

@@ -38,6 +38,13 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
       auto parsed = ParseChatRequest(body, ctx.defaults);
       if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
       ChatRequest& chat = std::get<ChatRequest>(parsed);
+      if (!ctx.model->chat) {
+        return InvalidRequest(
+            "this model has no chat template qevict can render: send a raw "
+            "prompt to /v1/completions, or restart the server with "
+            "--chat-template NAME (chatml, llama3, llama2, gemma, phi3)",
+            "messages");
+      }
       out.params = std::move(chat.params);
       out.prompt = ctx.model->EncodeChat(chat.messages, /*add_generation_prompt=*/true);
     } else {
@@ -52,7 +59,8 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
     return InvalidRequest(e.what(), endpoint == Endpoint::kChat ? "messages" : "prompt");
   }
   if (out.prompt.empty()) {
-    return InvalidRequest("the prompt encodes to no tokens", "prompt", "empty_prompt");
+    return InvalidRequest("the prompt encodes to no tokens: send a non-empty prompt", "prompt",
+                          "empty_prompt");
   }
   const int64_t context = ctx.defaults.context_tokens;
   const int64_t prompt = static_cast<int64_t>(out.prompt.size());
@@ -169,17 +177,17 @@ bool StreamGeneration(const ServerContext& ctx, GenerationRun& run, const Respon
     // counts on from the tokens sent before.
     const bool logprobs_asked = run.job().top_logprobs >= 0;
     size_t text_offset = 0;
-    result = GenerateOrError(run, [&](std::string_view text,
-                                      std::span<const TokenLogprob> logprobs) {
-      const json chunk_logprobs =
-          LogprobsJson(h, *ctx.model->tokenizer, logprobs, logprobs_asked, text_offset);
-      for (const TokenLogprob& t : logprobs) {
-        text_offset += ctx.model->tokenizer->TokenToPiece(t.token).size();
-      }
-      if (WriteEvent(sink, SseEvent(TextChunk(h, text, chunk_logprobs)))) return true;
-      client_gone = true;
-      return false;
-    });
+    result =
+        GenerateOrError(run, [&](std::string_view text, std::span<const TokenLogprob> logprobs) {
+          const json chunk_logprobs =
+              LogprobsJson(h, *ctx.model->tokenizer, logprobs, logprobs_asked, text_offset);
+          for (const TokenLogprob& t : logprobs) {
+            text_offset += ctx.model->tokenizer->TokenToPiece(t.token).size();
+          }
+          if (WriteEvent(sink, SseEvent(TextChunk(h, text, chunk_logprobs)))) return true;
+          client_gone = true;
+          return false;
+        });
   }
   if (client_gone) {
     ctx.metrics->CountCancelled();

@@ -3,8 +3,9 @@
 // brings (prefilling only the tokens it does not hold) or makes a new one with the request's
 // cache policy (the model's weights are shared, read-only) and prefills the prompt; Generate
 // runs the sampling loop. Afterwards the conversation goes to the session store (when the job
-// asks and the generation ended normally) or is freed. The cache's statistics are published to the metrics as tokens come
-// out; the loop stops early when on_chunk returns false (client gone) or the server shuts down.
+// asks and the generation ended normally) or is freed. The cache's statistics are published to the
+// metrics as tokens come out; the loop stops early when on_chunk returns false (client gone) or the
+// server shuts down.
 #pragma once
 
 #include <cstdint>

@@ -262,3 +262,32 @@ TEST(RequestTest, InvalidUtf8Is400) {
 
 }  // namespace
 }  // namespace qevict::server
+
+namespace qevict::server {
+namespace {
+
+// Each rejection names the field and says what to send instead.
+TEST(RequestTest, RejectionsSayWhatToDo) {
+  const std::string hello = std::string("{") + kHello;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {hello + R"(, "n": 2})", "send one request per choice"},
+      {hello + R"(, "best_of": 3})", "leave best_of out"},
+      {hello + R"(, "tools": [{"type": "function"}]})", "leave 'tools' out"},
+      {hello + R"(, "response_format": {"type": "json_object"}})", "leave it out"},
+      {hello + R"(, "stream_options": {"include_usage": true}})", "add \"stream\": true"},
+      {hello + R"(, "repeat_last_n": -2})", "must be in [-1, "},
+      {hello + R"(, "seed": 18446744073709551615})", "is over 9223372036854775807"},
+      {R"({"messages": []})", "give at least one {\"role\": \"user\""},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+       "send the text as {\"type\": \"text\""},
+  };
+  for (const auto& [body, fix] : cases) {
+    const std::string message = ChatError(body).message;
+    EXPECT_NE(message.find(fix), std::string::npos) << body << " -> " << message;
+  }
+  EXPECT_NE(CompletionError(R"({"prompt": "x", "echo": true})").message.find("prepend the prompt"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace qevict::server

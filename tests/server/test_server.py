@@ -344,6 +344,7 @@ def test_port_in_use_is_a_clean_error(srv, args):
                          capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 1, (out.returncode, out.stderr[-500:])
     assert b"cannot listen" in out.stderr, out.stderr[-500:]
+    assert b"pick another --port" in out.stderr, out.stderr[-500:]
 
 
 def test_openai_client_sees_errors(srv, args):
@@ -379,6 +380,8 @@ def test_curl_error_cases(srv, args):
                  code="context_length_exceeded")  # fits alone, not after the prompt
     expect_error(curl(srv, "/v1/completions", "-d", '{"prompt": [1, 99999999]}'), 400,
                  param="prompt[1]")
+    expect_error(curl(srv, chat, "-d", "{%s, \"n\": 3}" % hello), 400, param="n",
+                 contains="send one request per choice")
     with tempfile.NamedTemporaryFile(suffix=".json") as bad_utf8:
         bad_utf8.write(b'{"messages": [{"role": "user", "content": "\xff"}], "max_tokens": 2}')
         bad_utf8.flush()
@@ -389,7 +392,7 @@ def test_curl_error_cases(srv, args):
         big.flush()
         expect_error(curl(srv, "/v1/completions", "--data-binary", "@" + big.name), 413)
         expect_error(curl(srv, "/v1/completions", "-H", "Expect:", "--data-binary",
-                          "@" + big.name), 413)
+                          "@" + big.name), 413, contains="a larger --max-body")
     expect_error(curl(srv, "/v1/nope"), 404)
     expect_error(curl(srv, "/v1/models/other-model"), 404)
     expect_error(curl(srv, "/v1/nope", "-d", "{}"), 404)
