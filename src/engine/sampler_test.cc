@@ -23,6 +23,17 @@ SamplerOptions Options(float temperature, int top_k, float top_p, uint64_t seed)
   return o;
 }
 
+// Greedy, so that each penalty shows in the token picked.
+SamplerOptions GreedyWithPenalties(float repeat, float presence, float frequency, int last_n) {
+  SamplerOptions o;
+  o.temperature = 0.0f;
+  o.repeat_penalty = repeat;
+  o.presence_penalty = presence;
+  o.frequency_penalty = frequency;
+  o.repeat_last_n = last_n;
+  return o;
+}
+
 TEST(SamplerTest, GreedyPicksTheLowestIndexAmongTies) {
   Sampler s(Options(0.0f, 40, 0.95f, 1));
   EXPECT_EQ(s.Sample(std::vector<float>{1.0f, 3.0f, 3.0f, -1.0f}), 1);
@@ -71,25 +82,17 @@ TEST(SamplerTest, LogitBiasCanForceAndForbidATokenEvenWhenGreedy) {
 TEST(SamplerTest, PenaltiesCountGeneratedTokens) {
   const std::vector<float> logits = {3.0f, 2.5f, 1.0f};
   // Repeat penalty 2: after token 0 was generated its logit 3 becomes 1.5 < 2.5.
-  SamplerOptions repeat;
-  repeat.temperature = 0.0f;
-  repeat.repeat_penalty = 2.0f;
-  Sampler r(repeat);
+  Sampler r(GreedyWithPenalties(2.0f, 0.0f, 0.0f, 64));
   EXPECT_EQ(r.Sample(logits), 0);
   EXPECT_EQ(r.Sample(logits), 1);
   // Presence 0.3 + frequency 0.2 per occurrence: token 0 drops 3.0 -> 2.5 (ties 2.5, lower index
   // wins), then 3.0 - 0.3 - 0.4 = 2.3 < 2.5.
-  SamplerOptions openai;
-  openai.temperature = 0.0f;
-  openai.presence_penalty = 0.3f;
-  openai.frequency_penalty = 0.2f;
-  Sampler p(openai);
+  Sampler p(GreedyWithPenalties(1.0f, 0.3f, 0.2f, 64));
   EXPECT_EQ(p.Sample(logits), 0);
   EXPECT_EQ(p.Sample(logits), 0);
   EXPECT_EQ(p.Sample(logits), 1);
-  // A window of 1 generated token: the penalty forgets token 0 once token 1 came after it.
-  repeat.repeat_last_n = 1;
-  Sampler windowed(repeat);
+  // A window of 1 token: the penalty forgets token 0 once token 1 came after it.
+  Sampler windowed(GreedyWithPenalties(2.0f, 0.0f, 0.0f, 1));
   EXPECT_EQ(windowed.Sample(logits), 0);
   EXPECT_EQ(windowed.Sample(logits), 1);
   EXPECT_EQ(windowed.Sample(logits), 0);
@@ -98,10 +101,7 @@ TEST(SamplerTest, PenaltiesCountGeneratedTokens) {
 TEST(SamplerTest, PenaltiesCountThePromptToo) {
   // As llama.cpp: prompt tokens enter the window before the first sample.
   const std::vector<float> logits = {3.0f, 2.5f, 1.0f};
-  SamplerOptions o;
-  o.temperature = 0.0f;
-  o.repeat_penalty = 2.0f;
-  Sampler s(o);
+  Sampler s(GreedyWithPenalties(2.0f, 0.0f, 0.0f, 64));
   s.Accept(std::vector<int32_t>{2, 0});
   const std::span<const float> adjusted = s.Adjusted(logits);
   EXPECT_FLOAT_EQ(adjusted[0], 1.5f);
@@ -111,13 +111,7 @@ TEST(SamplerTest, PenaltiesCountThePromptToo) {
 }
 
 TEST(SamplerTest, PenaltyArithmeticOverTheWindowOfPromptAndGenerated) {
-  SamplerOptions o;
-  o.temperature = 0.0f;
-  o.repeat_penalty = 2.0f;
-  o.presence_penalty = 0.5f;
-  o.frequency_penalty = 0.25f;
-  o.repeat_last_n = 4;
-  Sampler s(o);
+  Sampler s(GreedyWithPenalties(2.0f, 0.5f, 0.25f, 4));
   const std::vector<float> logits = {3.0f, -2.0f, 1.0f, 0.5f, 4.0f};
   // Prompt 4 0 1 1 0: the window holds its last 4 tokens, so token 4 has just left it.
   s.Accept(std::vector<int32_t>{4, 0, 1, 1, 0});
@@ -144,10 +138,7 @@ TEST(SamplerTest, PenaltyArithmeticOverTheWindowOfPromptAndGenerated) {
 TEST(SamplerTest, WholeSequenceWindowAndDisabledWindow) {
   const std::vector<float> logits = {3.0f, 2.0f};
   const std::vector<int32_t> prompt(100, 0);
-  SamplerOptions o;
-  o.temperature = 0.0f;
-  o.frequency_penalty = 0.01f;
-  o.repeat_last_n = -1;  // every token: 100 occurrences
+  SamplerOptions o = GreedyWithPenalties(1.0f, 0.0f, 0.01f, -1);  // every token: 100 of them
   Sampler all(o);
   all.Accept(prompt);
   EXPECT_NEAR(all.Adjusted(logits)[0], 2.0f, 1e-5f);
