@@ -73,9 +73,13 @@ void SaveRunPromptCache(const RunFlags& f, const PromptCacheKey& key,
 
 int Run(const RunFlags& f) {
   if (f.prompt.empty() == f.prompt_file.empty()) {
-    throw Error("give exactly one of -p PROMPT or -f FILE");
+    throw Error(f.prompt.empty() ? "no prompt: give -p PROMPT or -f FILE"
+                                 : "give exactly one of -p PROMPT or -f FILE, not both");
   }
-  if (f.n_predict < -1) throw Error("-n must be >= 0, or -1 (until the context is full)");
+  if (f.n_predict < -1) {
+    throw Error("-n " + std::to_string(f.n_predict) +
+                ": give the tokens to generate (>= 0), or -1 to fill the context");
+  }
   const std::string text = f.prompt_file.empty() ? f.prompt : ReadTextFile(f.prompt_file, "prompt file");
   LoadedModel m = LoadedModel::Load(f.model);
   if (!f.chat_template.empty()) m.OverrideChatTemplate(f.chat_template);
@@ -88,7 +92,7 @@ int Run(const RunFlags& f) {
   } else {
     tokens = m.EncodeRaw(text);
   }
-  if (tokens.empty()) throw Error("the prompt encodes to no tokens");
+  if (tokens.empty()) throw Error("the prompt encodes to no tokens: give a non-empty -p or -f");
   const int64_t limit = m.model->config().context_length;
   const int64_t context = f.ctx > 0 ? std::min(f.ctx, limit) : limit;
   const int64_t prompt = static_cast<int64_t>(tokens.size());
@@ -136,6 +140,7 @@ int Run(const RunFlags& f) {
   GenerateOptions go;
   go.max_new_tokens = static_cast<int>(n_predict);
   go.sampling = f.sampling.Options();
+  go.seen_tokens = tokens;
   go.stop = f.sampling.stop;
   go.on_text = [](std::string_view t) {
     std::fwrite(t.data(), 1, t.size(), stdout);
