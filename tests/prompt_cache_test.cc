@@ -5,15 +5,16 @@
 // what it claims (another model, other KV options, truncated, corrupt, or with altered contents
 // behind a valid checksum) is refused with an Error, never a crash, and leaves the conversation
 // usable.
+#include "engine/prompt_cache.h"
+
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
-#include <unistd.h>
-
 #include "engine/conversation.h"
-#include "engine/prompt_cache.h"
 #include "policy/registry.h"
 #include "tests/test_support.h"
 
@@ -27,17 +28,6 @@ std::string Document(int entries) {
             " went to dock " + std::to_string(i % 9) + ". ";
   }
   return text;
-}
-
-GenerateOptions Greedy(int n) {
-  GenerateOptions o;
-  o.max_new_tokens = n;
-  o.sampling.temperature = 0.0f;
-  return o;
-}
-
-KvCacheFactory Factory(const KvConfig& config) {
-  return [config](const KvGeometry& g, const Rope& r) { return CreateKvCache(config, g, r); };
 }
 
 KvConfig Config(const std::string& policy, double budget) {
@@ -92,15 +82,15 @@ void ExpectSameState(const Conversation& a, const Conversation& b, const std::st
 int64_t SaveRestoreContinue(const LoadedModel& m, const KvConfig& config, int entries) {
   ThreadPool pool(2);
   const int64_t n_ctx = 4096;
-  Conversation original(*m.model, pool, Options(n_ctx), Factory(config));
+  Conversation original(*m.model, pool, Options(n_ctx), testing::PolicyCacheFactory(config));
   const std::vector<int32_t> first = m.EncodeRaw(Document(entries));
   TurnStart start = original.Prefill(first, 12);
   EXPECT_EQ(start.reused_tokens, 0);
-  original.Generate(*m.tokenizer, start.logits, Greedy(12));
+  original.Generate(*m.tokenizer, start.logits, testing::Greedy(12));
 
   ByteWriter saved;
   original.SaveState(saved);
-  Conversation restored(*m.model, pool, Options(n_ctx), Factory(config));
+  Conversation restored(*m.model, pool, Options(n_ctx), testing::PolicyCacheFactory(config));
   ByteReader in(saved.bytes(), "saved state");
   restored.LoadState(in);
   EXPECT_EQ(in.remaining(), 0u);
@@ -114,8 +104,8 @@ int64_t SaveRestoreContinue(const LoadedModel& m, const KvConfig& config, int en
   EXPECT_EQ(a.reused_tokens, held);
   EXPECT_EQ(b.reused_tokens, held);
   EXPECT_GT(b.reused_tokens, static_cast<int64_t>(first.size()));
-  const GenerateResult ga = original.Generate(*m.tokenizer, a.logits, Greedy(16));
-  const GenerateResult gb = restored.Generate(*m.tokenizer, b.logits, Greedy(16));
+  const GenerateResult ga = original.Generate(*m.tokenizer, a.logits, testing::Greedy(16));
+  const GenerateResult gb = restored.Generate(*m.tokenizer, b.logits, testing::Greedy(16));
   EXPECT_EQ(ga.tokens, gb.tokens) << config.policy;
   EXPECT_FALSE(ga.tokens.empty());
   ExpectSameState(original, restored, config.policy + " after a further turn");
@@ -133,11 +123,11 @@ TEST_P(PromptCachePolicyTest, RestoredConversationContinuesExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryPolicy, PromptCachePolicyTest,
-                         ::testing::ValuesIn(PolicyNames()),
+INSTANTIATE_TEST_SUITE_P(EveryPolicy, PromptCachePolicyTest, ::testing::ValuesIn(PolicyNames()),
                          [](const auto& info) {
                            std::string name = info.param;
-                           for (char& ch : name) if (ch == '-') ch = '_';
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
                            return name;
                          });
 
@@ -171,7 +161,8 @@ std::vector<uint8_t> ReadBytes(const std::string& path) {
 
 void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 uint64_t Fnv1a(const uint8_t* p, size_t n) {
@@ -200,17 +191,19 @@ class PromptCacheFileTest : public ::testing::Test {
     key_ = MakePromptCacheKey(testing::ReferenceModelPath(), config_);
     path_ = TempPath("file");
     prompt_ = m_->EncodeRaw(Document(40));
-    Conversation c(*m_->model, pool_, Options(2048), Factory(config_));
+    Conversation c(*m_->model, pool_, Options(2048), testing::PolicyCacheFactory(config_));
     const TurnStart start = c.Prefill(prompt_, 8);
     logits_.assign(start.logits.begin(), start.logits.end());
     saved_bytes_ = SavePromptCache(path_, key_, c);
-    expected_ = c.Generate(*m_->tokenizer, start.logits, Greedy(8)).tokens;
+    expected_ = c.Generate(*m_->tokenizer, start.logits, testing::Greedy(8)).tokens;
   }
   void TearDown() override {
     std::error_code ignored;
     std::filesystem::remove(path_, ignored);
   }
-  Conversation Fresh() { return Conversation(*m_->model, pool_, Options(2048), Factory(config_)); }
+  Conversation Fresh() {
+    return Conversation(*m_->model, pool_, Options(2048), testing::PolicyCacheFactory(config_));
+  }
 
   const LoadedModel* m_ = nullptr;
   ThreadPool pool_{2};
@@ -235,7 +228,7 @@ TEST_F(PromptCacheFileTest, SamePromptNeedsNoPrefillAndGeneratesTheSame) {
   EXPECT_EQ(c.session().timings().prompt_tokens, 0);
   ASSERT_EQ(start.logits.size(), logits_.size());
   EXPECT_EQ(0, std::memcmp(start.logits.data(), logits_.data(), start.logits.size_bytes()));
-  EXPECT_EQ(c.Generate(*m_->tokenizer, start.logits, Greedy(8)).tokens, expected_);
+  EXPECT_EQ(c.Generate(*m_->tokenizer, start.logits, testing::Greedy(8)).tokens, expected_);
   // The file holds the compressed cache: well under the fp16 cache of its tokens.
   const KvStats stats = c.session().cache().Stats();
   EXPECT_LT(saved_bytes_, stats.full_fp16_bytes / 2);
@@ -332,7 +325,7 @@ TEST_F(PromptCacheFileTest, AlteredStateIsRefusedOrHarmless) {
   c.Forget();
   const TurnStart start = c.Prefill(prompt_, 8);
   EXPECT_EQ(start.reused_tokens, 0);
-  EXPECT_EQ(c.Generate(*m_->tokenizer, start.logits, Greedy(8)).tokens, expected_);
+  EXPECT_EQ(c.Generate(*m_->tokenizer, start.logits, testing::Greedy(8)).tokens, expected_);
   std::filesystem::remove(altered);
 }
 

@@ -39,7 +39,8 @@ PromptCacheKey RestorePromptCache(const RunFlags& f, const std::vector<int32_t>&
   std::optional<PromptCacheFile> file = PromptCacheFile::Open(f.prompt_cache, key);
   if (!file) {
     std::fprintf(stderr, "prompt cache: '%s' does not exist yet%s\n", f.prompt_cache.c_str(),
-                 f.prompt_cache_ro ? " (read-only: nothing will be saved)" : "; it will be created");
+                 f.prompt_cache_ro ? " (read-only: nothing will be saved)"
+                                   : "; it will be created");
     return key;
   }
   const std::vector<int32_t>& saved = file->tokens();
@@ -155,13 +156,15 @@ int Run(const RunFlags& f) {
   }
 
   const SessionTimings& t = session.timings();
+  const std::string from_cache =
+      turn.reused_tokens > 0
+          ? " (+" + std::to_string(turn.reused_tokens) + " from the prompt cache)"
+          : "";
   std::fprintf(stderr,
                "\nprompt: %lld tokens%s in %.2f s (%.1f tok/s) | generated: %zu tokens, %lld "
                "decode steps in %.2f s (%.1f tok/s) | threads %d | finish: %s\n",
                static_cast<long long>(t.prompt_tokens),
-               turn.reused_tokens > 0
-                   ? (" (+" + std::to_string(turn.reused_tokens) + " from the prompt cache)").c_str()
-                   : "",
+               from_cache.c_str(),
                t.prompt_seconds,
                t.prompt_seconds > 0 ? t.prompt_tokens / t.prompt_seconds : 0.0,
                result.tokens.size(), static_cast<long long>(t.generated_tokens),

@@ -88,13 +88,16 @@ PromptCacheFile PromptCacheFile::OpenExisting(const std::string& path, const Pro
   char magic[sizeof(kMagic)];
   in.Raw(magic, sizeof(magic), "its header");
   if (!std::equal(magic, magic + sizeof(magic), kMagic)) {
-    in.Fail("not a qevict prompt cache; give another --prompt-cache file, or delete this one if "
-            "it may be replaced");
+    in.Fail(
+        "not a qevict prompt cache; give another --prompt-cache file, or delete this one if "
+        "it may be replaced");
   }
   const uint32_t version = in.Pod<uint32_t>("its version");
   if (version != kVersion) {
-    in.Fail("written by another qevict version (format " + std::to_string(version) + ", this one "
-            "reads " + std::to_string(kVersion) + ")");
+    in.Fail("written by another qevict version (format " + std::to_string(version) +
+            ", this one "
+            "reads " +
+            std::to_string(kVersion) + ")");
   }
   const std::string model = in.String("the model's fingerprint", 256);
   const std::string kv = in.String("the KV options", 4096);
@@ -154,7 +157,8 @@ int64_t SavePromptCache(const std::string& path, const PromptCacheKey& key,
     if (!out) {
       std::error_code ignored;
       std::filesystem::remove(temporary, ignored);
-      throw Error("cannot write the prompt cache '" + temporary + "' (is its directory writable "
+      throw Error("cannot write the prompt cache '" + temporary +
+                  "' (is its directory writable "
                   "and the disk not full?)");
     }
   }

@@ -26,8 +26,8 @@ namespace qevict {
 
 // What a prompt cache must have been saved with to be used.
 struct PromptCacheKey {
-  std::string model;  // the GGUF file's size and hashes of its first and last MiB
-  std::string kv;     // KvConfigKey of the KV options
+  std::string model;           // the GGUF file's size and hashes of its first and last MiB
+  std::string kv;              // KvConfigKey of the KV options
   std::string kv_description;  // the same for people: policy and budget
 };
 PromptCacheKey MakePromptCacheKey(const std::string& model_path, const KvConfig& kv);

@@ -88,7 +88,8 @@ void TieredCache::LoadState(ByteReader& in) {
   const int64_t total = count > sinks_ ? (count - sinks_ + window_ - 1) / window_ : 0;
   const int64_t old_tokens = count - recent_ - sinks_;
   const int64_t first_recent = old_tokens > 0 ? old_tokens / window_ : 0;
-  const size_t obs_queries = static_cast<size_t>(config_.snapkv_window) * geo_.n_heads * geo_.head_dim;
+  const size_t obs_queries =
+      static_cast<size_t>(config_.snapkv_window) * geo_.n_heads * geo_.head_dim;
   bool any_obs = false;
   for (LayerState& l : layers_) {
     l.count = count;
@@ -101,8 +102,13 @@ void TieredCache::LoadState(ByteReader& in) {
     if (n > static_cast<uint64_t>(total)) in.Fail("more windows than its tokens make");
     int64_t previous = -1;
     for (uint64_t j = 0; j < n; ++j) {
-      WindowRecord w{BlockPool::kNoBlock, -1, in.Pod<int32_t>("window index"), Tier::kEvicted,
-                     0.0f, 0.0f, 0.0f};
+      WindowRecord w{BlockPool::kNoBlock,
+                     -1,
+                     in.Pod<int32_t>("window index"),
+                     Tier::kEvicted,
+                     0.0f,
+                     0.0f,
+                     0.0f};
       const uint8_t tier = in.Pod<uint8_t>("window tier");
       w.mass_sum = in.Pod<float>("window score");
       w.observers = in.Pod<float>("window score");
@@ -142,8 +148,8 @@ void TieredCache::LoadState(ByteReader& in) {
     const bool held = !l.obs_pos.empty() || !l.obs_queries.empty();
     if ((held && (l.obs_queries.size() != obs_queries ||
                   l.obs_pos.size() != static_cast<size_t>(config_.snapkv_window))) ||
-        l.obs_filled < 0 || l.obs_filled > (held ? config_.snapkv_window : 0) ||
-        l.obs_next < 0 || l.obs_next >= std::max(1, held ? config_.snapkv_window : 0)) {
+        l.obs_filled < 0 || l.obs_filled > (held ? config_.snapkv_window : 0) || l.obs_next < 0 ||
+        l.obs_next >= std::max(1, held ? config_.snapkv_window : 0)) {
       in.Fail("malformed observation buffer");
     }
     if (&l != &layers_.front() && held != any_obs) in.Fail("observation buffers differ by layer");
@@ -166,11 +172,10 @@ void TieredCache::LoadState(ByteReader& in) {
   samples_ = in.Pod<int64_t>("run state");
   // (At most 2^24 new tokens: SetBudget walks the run's tokens.)
   if (prompt_tokens_ < 0 || prompt_tokens_ > count || run_tokens_ < prompt_tokens_ ||
-      run_tokens_ - prompt_tokens_ > (int64_t{1} << 24) ||
-      since_route_ < 0 || tokens_at_route_ < 0 || tokens_at_route_ > count ||
-      last > static_cast<uint8_t>(BatchKind::kGenerated) || obs_held_ != any_obs ||
-      samples_ < 0 || !std::isfinite(sum_resident_) || !std::isfinite(sum_fp16_) ||
-      !std::isfinite(sum_quant_)) {
+      run_tokens_ - prompt_tokens_ > (int64_t{1} << 24) || since_route_ < 0 ||
+      tokens_at_route_ < 0 || tokens_at_route_ > count ||
+      last > static_cast<uint8_t>(BatchKind::kGenerated) || obs_held_ != any_obs || samples_ < 0 ||
+      !std::isfinite(sum_resident_) || !std::isfinite(sum_fp16_) || !std::isfinite(sum_quant_)) {
     in.Fail("malformed run state");
   }
   last_batch_ = static_cast<BatchKind>(last);
