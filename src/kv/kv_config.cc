@@ -58,7 +58,8 @@ void KvConfig::Validate() const {
           "--kv-budget-bytes must be a positive number of bytes, got " +
               std::to_string(budget_bytes));
   Require(budget_bytes == -1 || budget == 1.0,
-          "give either --kv-budget or --kv-budget-bytes, not both");
+          "give either --kv-budget (a fraction) or --kv-budget-bytes (a byte cap), not both: "
+          "drop one of them");
   Require(policy != "full" || (budget == 1.0 && budget_bytes == -1),
           "--kv-policy full keeps every token and cannot meet a budget; choose a compressing policy "
           "(e.g. qevict) to use --kv-budget / --kv-budget-bytes");
