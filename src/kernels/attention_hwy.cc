@@ -1,0 +1,542 @@
+// Highway versions of the attention building blocks (kernels/attention.h): written once, compiled
+// for every Highway target (AVX2, AVX-512 on x86; NEON/SVE on ARM; EMU128 as the fallback) and
+// chosen at run time from the SIMD level (util/cpu_features.h). attention.cc keeps the portable
+// reference implementations; tests compare every target with them (attention_test.cc).
+//
+// Design (the shapes: decode has n_q = the GQA group, 3-4 queries; prefill n_q = group x 8
+// query tokens, 24-32; head_dim 64-256):
+// - Scores, few queries: per pair of key rows each row is converted fp16->fp32 once and dotted
+//   with up to 4 queries at a time (8 independent accumulators, one reduction per score).
+// - Scores, n_q >= 8: the queries are transposed once per call into [head_dim][n_q padded to
+//   lanes]; each key row is converted to fp32 and each of its elements broadcast, so one FMA
+//   advances a whole vector of queries' scores; no horizontal reduction per (query, key).
+// - Values: outputs stay in registers (up to 4 queries x 2 vectors of head_dim) while they sweep
+//   the keys; few queries read the fp16 rows directly, many queries sweep a block of 32 rows
+//   staged as fp32. Every output element receives fma(p_j, v_j, .) in key order on every path,
+//   so results do not depend on how keys are split into calls nor on the number of queries.
+// - head_dim must be a multiple of the lane count of the widest tag that fits (full vectors,
+//   then 8 lanes); otherwise the portable code runs.
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/attention_impl.h"
+#include "util/cpu_features.h"
+
+// Machines without AVX2 run the portable code (SimdLevel::kPortable): no SSSE3/SSE4 targets.
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/attention_hwy.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qevict {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Whether fp16 conversions are done in hardware. Highway 1.0.3's emulation (EMU128, SCALAR, NEON
+// without fp16 conversions) truncates in DemoteTo and mishandles infinities and NaN, so the row
+// conversions there stay portable (the kernels' promotions are exact for finite values).
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2) || HWY_TARGET == HWY_SVE || \
+    HWY_TARGET == HWY_SVE2 || HWY_TARGET == HWY_SVE_256 || HWY_TARGET == HWY_SVE2_128 || \
+    (HWY_TARGET == HWY_NEON && (__ARM_FP & 2))
+constexpr bool kHardwareFp16 = true;
+#else
+constexpr bool kHardwareFp16 = false;
+#endif
+
+// Largest head_dim and query group of the staged paths (stack buffers); larger ones take the
+// row paths, which need no staging.
+constexpr int kMaxStagedHeadDim = 256;
+constexpr size_t kMaxQueryGroup = 64;
+constexpr int64_t kValueBlock = 32;  // value rows staged as fp32 at a time (many queries)
+
+template <class D>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const uint16_t* p) {
+  const hn::Rebind<hwy::float16_t, D> dh;
+  return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const float* p) {
+  return hn::LoadU(d, p);
+}
+
+template <class D>
+HWY_INLINE float SumLanes(D d, hn::Vec<D> v) {
+  return hn::GetLane(hn::SumOfLanes(d, v));
+}
+
+// ---- Scores, few queries: NQ (<= 4) queries against KB (1 or 2) key rows at a time.
+
+template <int NQ, int KB, class D>
+HWY_INLINE void ScoreRowsStep(D d, const float* q, int hd, const uint16_t* ka,
+                              const uint16_t* kb, float scale, float* scores, int64_t ld) {
+  const size_t N = hn::Lanes(d);
+  const float* q0 = q;
+  const float* q1 = q + std::min(1, NQ - 1) * hd;
+  const float* q2 = q + std::min(2, NQ - 1) * hd;
+  const float* q3 = q + std::min(3, NQ - 1) * hd;
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+  for (size_t x = 0; x < static_cast<size_t>(hd); x += N) {
+    const auto va = LoadRow(d, ka + x);
+    const auto vb = KB > 1 ? LoadRow(d, kb + x) : va;
+    const auto w0 = hn::LoadU(d, q0 + x);
+    a0 = hn::MulAdd(w0, va, a0);
+    if constexpr (KB > 1) b0 = hn::MulAdd(w0, vb, b0);
+    if constexpr (NQ > 1) {
+      const auto w1 = hn::LoadU(d, q1 + x);
+      a1 = hn::MulAdd(w1, va, a1);
+      if constexpr (KB > 1) b1 = hn::MulAdd(w1, vb, b1);
+    }
+    if constexpr (NQ > 2) {
+      const auto w2 = hn::LoadU(d, q2 + x);
+      a2 = hn::MulAdd(w2, va, a2);
+      if constexpr (KB > 1) b2 = hn::MulAdd(w2, vb, b2);
+    }
+    if constexpr (NQ > 3) {
+      const auto w3 = hn::LoadU(d, q3 + x);
+      a3 = hn::MulAdd(w3, va, a3);
+      if constexpr (KB > 1) b3 = hn::MulAdd(w3, vb, b3);
+    }
+  }
+  scores[0] = SumLanes(d, a0) * scale;
+  if constexpr (KB > 1) scores[1] = SumLanes(d, b0) * scale;
+  if constexpr (NQ > 1) {
+    scores[ld] = SumLanes(d, a1) * scale;
+    if constexpr (KB > 1) scores[ld + 1] = SumLanes(d, b1) * scale;
+  }
+  if constexpr (NQ > 2) {
+    scores[2 * ld] = SumLanes(d, a2) * scale;
+    if constexpr (KB > 1) scores[2 * ld + 1] = SumLanes(d, b2) * scale;
+  }
+  if constexpr (NQ > 3) {
+    scores[3 * ld] = SumLanes(d, a3) * scale;
+    if constexpr (KB > 1) scores[3 * ld + 1] = SumLanes(d, b3) * scale;
+  }
+}
+
+template <int NQ, class D>
+HWY_INLINE void ScoreRows(D d, const float* q, int hd, const uint16_t* k, int64_t k_stride,
+                          int64_t n, float scale, float* scores, int64_t ld) {
+  int64_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    ScoreRowsStep<NQ, 2>(d, q, hd, k + j * k_stride, k + (j + 1) * k_stride, scale,
+                         scores + j, ld);
+  }
+  if (j < n) ScoreRowsStep<NQ, 1>(d, q, hd, k + j * k_stride, nullptr, scale, scores + j, ld);
+}
+
+// ---- Scores, many queries: QC vectors of queries (transposed, qt[x * qp + i]) against KB key
+// rows staged as fp32 (ks[kb * hd + x]); res[kb * qp + i] receives the dot products.
+
+template <int QC, int KB, class D>
+HWY_INLINE void ScoreBlockedStep(D d, const float* HWY_RESTRICT qt, size_t qp,
+                                 const float* HWY_RESTRICT ks, int hd, float* HWY_RESTRICT res) {
+  static_assert(QC * KB <= 8, "accumulators must fit the register file");
+  const size_t N = hn::Lanes(d);
+  auto s00 = hn::Zero(d), s01 = hn::Zero(d), s02 = hn::Zero(d), s03 = hn::Zero(d);
+  auto s10 = hn::Zero(d), s11 = hn::Zero(d), s12 = hn::Zero(d), s13 = hn::Zero(d);
+  auto s20 = hn::Zero(d), s21 = hn::Zero(d), s30 = hn::Zero(d), s31 = hn::Zero(d);
+  for (int x = 0; x < hd; ++x) {
+    const float* qx = qt + static_cast<size_t>(x) * qp;
+    const auto c0 = hn::Load(d, qx);
+    const auto c1 = QC > 1 ? hn::Load(d, qx + N) : c0;
+    const auto c2 = QC > 2 ? hn::Load(d, qx + 2 * N) : c0;
+    const auto c3 = QC > 3 ? hn::Load(d, qx + 3 * N) : c0;
+    const auto k0 = hn::Set(d, ks[x]);
+    s00 = hn::MulAdd(c0, k0, s00);
+    if constexpr (QC > 1) s01 = hn::MulAdd(c1, k0, s01);
+    if constexpr (QC > 2) s02 = hn::MulAdd(c2, k0, s02);
+    if constexpr (QC > 3) s03 = hn::MulAdd(c3, k0, s03);
+    if constexpr (KB > 1) {
+      const auto k1 = hn::Set(d, ks[hd + x]);
+      s10 = hn::MulAdd(c0, k1, s10);
+      if constexpr (QC > 1) s11 = hn::MulAdd(c1, k1, s11);
+      if constexpr (QC > 2) s12 = hn::MulAdd(c2, k1, s12);
+      if constexpr (QC > 3) s13 = hn::MulAdd(c3, k1, s13);
+    }
+    if constexpr (KB > 2) {
+      const auto k2 = hn::Set(d, ks[2 * hd + x]);
+      s20 = hn::MulAdd(c0, k2, s20);
+      if constexpr (QC > 1) s21 = hn::MulAdd(c1, k2, s21);
+    }
+    if constexpr (KB > 3) {
+      const auto k3 = hn::Set(d, ks[3 * hd + x]);
+      s30 = hn::MulAdd(c0, k3, s30);
+      if constexpr (QC > 1) s31 = hn::MulAdd(c1, k3, s31);
+    }
+  }
+  hn::Store(s00, d, res);
+  if constexpr (QC > 1) hn::Store(s01, d, res + N);
+  if constexpr (QC > 2) hn::Store(s02, d, res + 2 * N);
+  if constexpr (QC > 3) hn::Store(s03, d, res + 3 * N);
+  if constexpr (KB > 1) {
+    hn::Store(s10, d, res + qp);
+    if constexpr (QC > 1) hn::Store(s11, d, res + qp + N);
+    if constexpr (QC > 2) hn::Store(s12, d, res + qp + 2 * N);
+    if constexpr (QC > 3) hn::Store(s13, d, res + qp + 3 * N);
+  }
+  if constexpr (KB > 2) {
+    hn::Store(s20, d, res + 2 * qp);
+    if constexpr (QC > 1) hn::Store(s21, d, res + 2 * qp + N);
+  }
+  if constexpr (KB > 3) {
+    hn::Store(s30, d, res + 3 * qp);
+    if constexpr (QC > 1) hn::Store(s31, d, res + 3 * qp + N);
+  }
+}
+
+// g (<= QC lanes-vectors) queries starting at q; hd <= kMaxStagedHeadDim.
+template <int QC, class D>
+HWY_NOINLINE void ScoreBlocked(D d, const float* q, int g, const uint16_t* k, int64_t k_stride,
+                               int64_t n, int hd, float scale, float* scores, int64_t ld) {
+  constexpr int KB = QC <= 2 ? 4 : 2;
+  const size_t N = hn::Lanes(d);
+  const size_t qp = QC * N;
+  HWY_ALIGN float qt[kMaxStagedHeadDim * kMaxQueryGroup];
+  HWY_ALIGN float ks[4 * kMaxStagedHeadDim];
+  HWY_ALIGN float res[4 * kMaxQueryGroup];
+  for (int x = 0; x < hd; ++x) {
+    float* row = qt + static_cast<size_t>(x) * qp;
+    for (int i = 0; i < g; ++i) row[i] = q[static_cast<int64_t>(i) * hd + x];
+    for (size_t i = g; i < qp; ++i) row[i] = 0.0f;
+  }
+  auto stage = [&](int64_t j, int rows) {
+    for (int r = 0; r < rows; ++r) {
+      const uint16_t* src = k + (j + r) * k_stride;
+      for (size_t x = 0; x < static_cast<size_t>(hd); x += N) {
+        hn::Store(LoadRow(d, src + x), d, ks + r * hd + x);
+      }
+    }
+  };
+  auto emit = [&](int64_t j, int rows) {
+    for (int r = 0; r < rows; ++r) {
+      for (int i = 0; i < g; ++i) scores[i * ld + j + r] = res[r * qp + i] * scale;
+    }
+  };
+  int64_t j = 0;
+  for (; j + KB <= n; j += KB) {
+    stage(j, KB);
+    ScoreBlockedStep<QC, KB>(d, qt, qp, ks, hd, res);
+    emit(j, KB);
+  }
+  for (; j < n; ++j) {
+    stage(j, 1);
+    ScoreBlockedStep<QC, 1>(d, qt, qp, ks, hd, res);
+    emit(j, 1);
+  }
+}
+
+template <class D>
+HWY_INLINE void ScoreImpl(D d, const float* q, int n_q, const uint16_t* k, int64_t k_stride,
+                          int64_t n, int hd, float scale, float* scores, int64_t ld) {
+  const size_t N = hn::Lanes(d);
+  if (n_q >= 8 && hd <= kMaxStagedHeadDim) {
+    const int group = static_cast<int>(std::min(kMaxQueryGroup, 4 * N));
+    for (int q0 = 0; q0 < n_q; q0 += group) {
+      const int g = std::min(group, n_q - q0);
+      const float* qg = q + static_cast<int64_t>(q0) * hd;
+      float* sg = scores + q0 * ld;
+      switch ((g + N - 1) / N) {
+        case 1: ScoreBlocked<1>(d, qg, g, k, k_stride, n, hd, scale, sg, ld); break;
+        case 2: ScoreBlocked<2>(d, qg, g, k, k_stride, n, hd, scale, sg, ld); break;
+        case 3: ScoreBlocked<3>(d, qg, g, k, k_stride, n, hd, scale, sg, ld); break;
+        default: ScoreBlocked<4>(d, qg, g, k, k_stride, n, hd, scale, sg, ld); break;
+      }
+    }
+    return;
+  }
+  for (int q0 = 0; q0 < n_q; q0 += 4) {
+    const float* qg = q + static_cast<int64_t>(q0) * hd;
+    float* sg = scores + q0 * ld;
+    switch (std::min(4, n_q - q0)) {
+      case 1: ScoreRows<1>(d, qg, hd, k, k_stride, n, scale, sg, ld); break;
+      case 2: ScoreRows<2>(d, qg, hd, k, k_stride, n, scale, sg, ld); break;
+      case 3: ScoreRows<3>(d, qg, hd, k, k_stride, n, scale, sg, ld); break;
+      default: ScoreRows<4>(d, qg, hd, k, k_stride, n, scale, sg, ld); break;
+    }
+  }
+}
+
+// ---- Values: NQ (<= 4) queries' outputs, C (<= 2) vectors of head_dim from offset x, kept in
+// registers over n rows (fp16 rows or fp32 staged rows).
+
+template <int NQ, int C, class D, class T>
+HWY_INLINE void AccumulateTile(D d, const float* p, int64_t ld, const T* v, int64_t v_stride,
+                               int64_t n, int hd, size_t x, float* out) {
+  const size_t N = hn::Lanes(d);
+  float* o0 = out + x;
+  float* o1 = out + std::min(1, NQ - 1) * hd + x;
+  float* o2 = out + std::min(2, NQ - 1) * hd + x;
+  float* o3 = out + std::min(3, NQ - 1) * hd + x;
+  const float* p0 = p;
+  const float* p1 = p + std::min(1, NQ - 1) * ld;
+  const float* p2 = p + std::min(2, NQ - 1) * ld;
+  const float* p3 = p + std::min(3, NQ - 1) * ld;
+  auto a00 = hn::LoadU(d, o0), a01 = C > 1 ? hn::LoadU(d, o0 + N) : a00;
+  auto a10 = hn::LoadU(d, o1), a11 = C > 1 ? hn::LoadU(d, o1 + N) : a10;
+  auto a20 = hn::LoadU(d, o2), a21 = C > 1 ? hn::LoadU(d, o2 + N) : a20;
+  auto a30 = hn::LoadU(d, o3), a31 = C > 1 ? hn::LoadU(d, o3 + N) : a30;
+  const T* row = v + x;
+  for (int64_t j = 0; j < n; ++j, row += v_stride) {
+    const auto v0 = LoadRow(d, row);
+    const auto v1 = C > 1 ? LoadRow(d, row + N) : v0;
+    const auto w0 = hn::Set(d, p0[j]);
+    a00 = hn::MulAdd(w0, v0, a00);
+    if constexpr (C > 1) a01 = hn::MulAdd(w0, v1, a01);
+    if constexpr (NQ > 1) {
+      const auto w1 = hn::Set(d, p1[j]);
+      a10 = hn::MulAdd(w1, v0, a10);
+      if constexpr (C > 1) a11 = hn::MulAdd(w1, v1, a11);
+    }
+    if constexpr (NQ > 2) {
+      const auto w2 = hn::Set(d, p2[j]);
+      a20 = hn::MulAdd(w2, v0, a20);
+      if constexpr (C > 1) a21 = hn::MulAdd(w2, v1, a21);
+    }
+    if constexpr (NQ > 3) {
+      const auto w3 = hn::Set(d, p3[j]);
+      a30 = hn::MulAdd(w3, v0, a30);
+      if constexpr (C > 1) a31 = hn::MulAdd(w3, v1, a31);
+    }
+  }
+  hn::StoreU(a00, d, o0);
+  if constexpr (C > 1) hn::StoreU(a01, d, o0 + N);
+  if constexpr (NQ > 1) {
+    hn::StoreU(a10, d, o1);
+    if constexpr (C > 1) hn::StoreU(a11, d, o1 + N);
+  }
+  if constexpr (NQ > 2) {
+    hn::StoreU(a20, d, o2);
+    if constexpr (C > 1) hn::StoreU(a21, d, o2 + N);
+  }
+  if constexpr (NQ > 3) {
+    hn::StoreU(a30, d, o3);
+    if constexpr (C > 1) hn::StoreU(a31, d, o3 + N);
+  }
+}
+
+// Every query, all of head_dim, over n rows.
+template <class D, class T>
+HWY_NOINLINE void AccumulateRows(D d, const float* p, int n_q, int64_t ld, const T* v,
+                                 int64_t v_stride, int64_t n, int hd, float* out) {
+  const size_t N = hn::Lanes(d);
+  for (int q0 = 0; q0 < n_q; q0 += 4) {
+    const int g = std::min(4, n_q - q0);
+    const float* pg = p + q0 * ld;
+    float* og = out + static_cast<int64_t>(q0) * hd;
+    for (size_t x = 0; x < static_cast<size_t>(hd); x += 2 * N) {
+      const bool pair = x + 2 * N <= static_cast<size_t>(hd);
+      switch (g * 2 + (pair ? 1 : 0)) {
+        case 2: AccumulateTile<1, 1>(d, pg, ld, v, v_stride, n, hd, x, og); break;
+        case 3: AccumulateTile<1, 2>(d, pg, ld, v, v_stride, n, hd, x, og); break;
+        case 4: AccumulateTile<2, 1>(d, pg, ld, v, v_stride, n, hd, x, og); break;
+        case 5: AccumulateTile<2, 2>(d, pg, ld, v, v_stride, n, hd, x, og); break;
+        case 6: AccumulateTile<3, 1>(d, pg, ld, v, v_stride, n, hd, x, og); break;
+        case 7: AccumulateTile<3, 2>(d, pg, ld, v, v_stride, n, hd, x, og); break;
+        case 8: AccumulateTile<4, 1>(d, pg, ld, v, v_stride, n, hd, x, og); break;
+        default: AccumulateTile<4, 2>(d, pg, ld, v, v_stride, n, hd, x, og); break;
+      }
+    }
+  }
+}
+
+template <class D>
+HWY_INLINE void AccumulateImpl(D d, const float* p, int n_q, int64_t ld, const uint16_t* v,
+                               int64_t v_stride, int64_t n, int hd, float* out) {
+  if (n_q < 8 || hd > kMaxStagedHeadDim) {
+    AccumulateRows(d, p, n_q, ld, v, v_stride, n, hd, out);
+    return;
+  }
+  // Many queries: each block of value rows is converted once, then swept by every query.
+  const size_t N = hn::Lanes(d);
+  HWY_ALIGN float staged[kValueBlock * kMaxStagedHeadDim];
+  for (int64_t j0 = 0; j0 < n; j0 += kValueBlock) {
+    const int64_t rows = std::min(kValueBlock, n - j0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint16_t* src = v + (j0 + r) * v_stride;
+      for (size_t x = 0; x < static_cast<size_t>(hd); x += N) {
+        hn::Store(LoadRow(d, src + x), d, staged + r * hd + x);
+      }
+    }
+    AccumulateRows(d, p + j0, n_q, ld, static_cast<const float*>(staged), hd, rows, hd, out);
+  }
+}
+
+// ---- Exported entry points (one per target).
+
+void ScoreFp16Keys(const float* q, int n_q, const uint16_t* k, int64_t k_stride, int64_t n,
+                   int head_dim, float scale, float* scores, int64_t ld) {
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 8> d8;
+  if (head_dim % hn::Lanes(d) == 0) {
+    ScoreImpl(d, q, n_q, k, k_stride, n, head_dim, scale, scores, ld);
+  } else if (head_dim % hn::Lanes(d8) == 0) {
+    ScoreImpl(d8, q, n_q, k, k_stride, n, head_dim, scale, scores, ld);
+  } else {
+    attention_impl::portable::ScoreFp16Keys(q, n_q, k, k_stride, n, head_dim, scale, scores, ld);
+  }
+}
+
+void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v,
+                          int64_t v_stride, int64_t n, int head_dim, float* out) {
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 8> d8;
+  if (head_dim % hn::Lanes(d) == 0) {
+    AccumulateImpl(d, p, n_q, ld, v, v_stride, n, head_dim, out);
+  } else if (head_dim % hn::Lanes(d8) == 0) {
+    AccumulateImpl(d8, p, n_q, ld, v, v_stride, n, head_dim, out);
+  } else {
+    attention_impl::portable::AccumulateFp16Values(p, n_q, ld, v, v_stride, n, head_dim, out);
+  }
+}
+
+float ExpShiftSum(float* x, int64_t n, float max) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto vmax = hn::Set(d, max);
+  auto sum = hn::Zero(d);
+  int64_t j = 0;
+  for (; j + N <= n; j += N) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + j), vmax));
+    hn::StoreU(e, d, x + j);
+    sum = hn::Add(sum, e);
+  }
+  if (j < n) {  // the tail through the same vector code, so x[j]'s value does not depend on j
+    const auto m = hn::FirstN(d, static_cast<size_t>(n - j));
+    const auto e = hn::IfThenElseZero(m, hn::Exp(d, hn::Sub(hn::MaskedLoad(m, d, x + j), vmax)));
+    hn::BlendedStore(e, m, d, x + j);
+    sum = hn::Add(sum, e);
+  }
+  return SumLanes(d, sum);
+}
+
+void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  if constexpr (kHardwareFp16) {
+    const hn::ScalableTag<float> d;
+    const hn::Rebind<hwy::float16_t, decltype(d)> dh;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    for (; i + N <= n; i += N) {
+      hn::StoreU(hn::DemoteTo(dh, hn::LoadU(d, src + i)), dh,
+                 reinterpret_cast<hwy::float16_t*>(dst + i));
+    }
+  }
+  attention_impl::portable::Fp32ToFp16Row(src + i, dst + i, n - i);
+}
+
+void Fp16ToFp32Row(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  if constexpr (kHardwareFp16) {
+    const hn::ScalableTag<float> d;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    for (; i + N <= n; i += N) hn::StoreU(LoadRow(d, src + i), d, dst + i);
+  }
+  attention_impl::portable::Fp16ToFp32Row(src + i, dst + i, n - i);
+}
+
+int64_t Target() { return HWY_TARGET; }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace qevict
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace qevict::attention_impl::highway {
+
+HWY_EXPORT(ScoreFp16Keys);
+HWY_EXPORT(AccumulateFp16Values);
+HWY_EXPORT(ExpShiftSum);
+HWY_EXPORT(Fp32ToFp16Row);
+HWY_EXPORT(Fp16ToFp32Row);
+HWY_EXPORT(Target);
+
+namespace {
+
+std::atomic<int64_t> forced_targets{0};
+
+// Index into this file's dispatch tables of the best compiled target within `targets`.
+// hwy::ChosenTarget is what HWY_DYNAMIC_DISPATCH uses, but here one is built per SIMD level, so
+// switching levels never touches Highway's process-wide choice.
+size_t IndexOf(int64_t targets) {
+  hwy::ChosenTarget chosen;
+  chosen.Update(targets);
+  return chosen.GetIndex();
+}
+
+struct LevelIndexes {
+  size_t avx2;
+  size_t best;
+};
+
+const LevelIndexes& Indexes() {
+  static const LevelIndexes indexes = [] {
+    const int64_t supported = hwy::SupportedTargets();
+#if HWY_ARCH_X86
+    // On x86 a lower bit is a wider target: drop everything above AVX2.
+    const int64_t avx2 = supported & ~(HWY_AVX2 - 1);
+#else
+    const int64_t avx2 = supported;
+#endif
+    return LevelIndexes{IndexOf(avx2), IndexOf(supported)};
+  }();
+  return indexes;
+}
+
+size_t Index() {
+  if (const int64_t forced = forced_targets.load(std::memory_order_relaxed)) {
+    return IndexOf(forced);
+  }
+  return ActiveSimdLevel() == SimdLevel::kAvx2 ? Indexes().avx2 : Indexes().best;
+}
+
+}  // namespace
+
+bool Enabled() {
+#if HWY_ARCH_X86
+  return ActiveSimdLevel() != SimdLevel::kPortable ||
+         forced_targets.load(std::memory_order_relaxed) != 0;
+#else
+  return true;  // SimdLevel names x86 levels; elsewhere Highway's best target (NEON, SVE) runs
+#endif
+}
+
+void ScoreFp16Keys(const float* q, int n_q, const uint16_t* k, int64_t k_stride, int64_t n,
+                   int head_dim, float scale, float* scores, int64_t ld) {
+  HWY_DISPATCH_TABLE(ScoreFp16Keys)[Index()](q, n_q, k, k_stride, n, head_dim, scale, scores,
+                                             ld);
+}
+
+void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v,
+                          int64_t v_stride, int64_t n, int head_dim, float* out) {
+  HWY_DISPATCH_TABLE(AccumulateFp16Values)[Index()](p, n_q, ld, v, v_stride, n, head_dim, out);
+}
+
+float ExpShiftSum(float* x, int64_t n, float max) {
+  return HWY_DISPATCH_TABLE(ExpShiftSum)[Index()](x, n, max);
+}
+
+void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n) {
+  HWY_DISPATCH_TABLE(Fp32ToFp16Row)[Index()](src, dst, n);
+}
+
+void Fp16ToFp32Row(const uint16_t* src, float* dst, int64_t n) {
+  HWY_DISPATCH_TABLE(Fp16ToFp32Row)[Index()](src, dst, n);
+}
+
+int64_t ActiveTarget() { return Enabled() ? HWY_DISPATCH_TABLE(Target)[Index()]() : 0; }
+
+void ForceTargetsForTest(int64_t targets) {
+  forced_targets.store(targets, std::memory_order_relaxed);
+}
+
+}  // namespace qevict::attention_impl::highway
+#endif  // HWY_ONCE
