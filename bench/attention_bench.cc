@@ -3,6 +3,8 @@
 // per decode step, 24 per prefill block of 8 tokens) and Gemma 3 270M (head_dim 256, group 4:
 // n_q 4 / 32), at every SIMD level the CPU supports.
 //
+// BM_Softmax: MaxOf and ExpShiftSum over a row of 4096 scores.
+//
 // Counter: GFLOP/s = 2 * n_q * keys * head_dim per second. The label names the SIMD level and
 // the Highway target that ran.
 //
@@ -51,15 +53,7 @@ Data MakeData(int n_q, int head_dim) {
   return data;
 }
 
-// Level 3 (temporary, for the A/B): the former hand-written AVX2 kernels, attention_avx2.cc.
-bool Old(benchmark::State& state) { return state.range(0) == 3; }
-
 bool SetLevel(benchmark::State& state) {
-  if (Old(state)) {
-    SetSimdLevel(SimdLevel::kAvx2);
-    state.SetLabel("old hand-written avx2");
-    return DetectedSimdLevel() >= SimdLevel::kAvx2;
-  }
   const auto level = static_cast<SimdLevel>(state.range(0));
   if (level > DetectedSimdLevel()) {
     state.SkipWithError("SIMD level not supported by this CPU");
@@ -73,8 +67,8 @@ bool SetLevel(benchmark::State& state) {
 }
 
 void SetFlops(benchmark::State& state, int n_q, int head_dim) {
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      2e-9 * static_cast<double>(n_q) * kKeys * head_dim, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(n_q) * kKeys * head_dim,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Args: SIMD level, n_q, head_dim.
@@ -83,7 +77,7 @@ void BM_ScoreFp16Keys(benchmark::State& state) {
   const int n_q = static_cast<int>(state.range(1)), hd = static_cast<int>(state.range(2));
   Data data = MakeData(n_q, hd);
   for (auto _ : state) {
-    (Old(state) ? attention_impl::avx2::ScoreFp16Keys : ScoreFp16Keys)(data.q.data(), n_q, data.k.data(), hd, kKeys, hd, 0.125f, data.scores.data(),
+    ScoreFp16Keys(data.q.data(), n_q, data.k.data(), hd, kKeys, hd, 0.125f, data.scores.data(),
                   kKeys);
     benchmark::DoNotOptimize(data.scores.data());
     benchmark::ClobberMemory();
@@ -96,18 +90,30 @@ void BM_AccumulateFp16Values(benchmark::State& state) {
   const int n_q = static_cast<int>(state.range(1)), hd = static_cast<int>(state.range(2));
   Data data = MakeData(n_q, hd);
   for (auto _ : state) {
-    (Old(state) ? attention_impl::avx2::AccumulateFp16Values : AccumulateFp16Values)(data.p.data(), n_q, kKeys, data.v.data(), hd, kKeys, hd,
-                         data.out.data());
+    AccumulateFp16Values(data.p.data(), n_q, kKeys, data.v.data(), hd, kKeys, hd, data.out.data());
     benchmark::DoNotOptimize(data.out.data());
     benchmark::ClobberMemory();
   }
   SetFlops(state, n_q, hd);
 }
 
+// MaxOf then ExpShiftSum over one row of 4096 scores (the softmax of one query). Arg: level.
+void BM_Softmax(benchmark::State& state) {
+  if (!SetLevel(state)) return;
+  const Data data = MakeData(1, 64);
+  std::vector<float> scores(kKeys), row(kKeys);
+  for (int64_t j = 0; j < kKeys; ++j) scores[j] = data.q[j % 64] * 8.0f + data.p[j];
+  for (auto _ : state) {
+    row = scores;
+    benchmark::DoNotOptimize(ExpShiftSum(row.data(), kKeys, MaxOf(row.data(), kKeys)));
+  }
+  state.SetItemsProcessed(state.iterations() * kKeys);
+}
+
 void Shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"level", "n_q", "head_dim"});
   for (const auto& [n_q, hd] : {std::pair{3, 64}, {24, 64}, {4, 256}, {32, 256}}) {
-    for (int level = 0; level <= 3; ++level) {
+    for (int level = 0; level <= static_cast<int>(SimdLevel::kAvx512); ++level) {
       b->Args({level, n_q, hd});
     }
   }
@@ -115,6 +121,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ScoreFp16Keys)->Apply(Shapes);
 BENCHMARK(BM_AccumulateFp16Values)->Apply(Shapes);
+BENCHMARK(BM_Softmax)->ArgName("level")->DenseRange(0, static_cast<int>(SimdLevel::kAvx512));
 
 }  // namespace
 }  // namespace qevict

@@ -42,6 +42,12 @@ float ExpShiftSum(float* x, int64_t n, float max) {
   return sum;
 }
 
+float MaxOf(const float* x, int64_t n) {
+  float m = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+
 void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = Fp32ToFp16(src[i]);
 }
@@ -97,9 +103,7 @@ float ExpShiftSum(float* x, int64_t n, float max) {
 }
 
 float MaxOf(const float* x, int64_t n) {
-  float m = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
-  return m;
+  return hw::Enabled() ? hw::MaxOf(x, n) : ref::MaxOf(x, n);
 }
 
 void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n) {

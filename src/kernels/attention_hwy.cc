@@ -6,10 +6,12 @@
 // Design (the shapes: decode has n_q = the GQA group, 3-4 queries; prefill n_q = group x 8
 // query tokens, 24-32; head_dim 64-256):
 // - Scores, few queries: per pair of key rows each row is converted fp16->fp32 once and dotted
-//   with up to 4 queries at a time (8 independent accumulators, one reduction per score).
+//   with up to 4 queries at a time (8 independent accumulators); four scores share one
+//   transpose-and-add reduction.
 // - Scores, n_q >= 8: the queries are transposed once per call into [head_dim][n_q padded to
-//   lanes]; each key row is converted to fp32 and each of its elements broadcast, so one FMA
-//   advances a whole vector of queries' scores; no horizontal reduction per (query, key).
+//   lanes]; tiles of 16 key rows are converted to fp32 and each element broadcast, so one FMA
+//   advances a whole vector of queries' scores (no horizontal reduction per (query, key)); the
+//   tile's scores are written query by query.
 // - Values: outputs stay in registers (up to 4 queries x 2 vectors of head_dim) while they sweep
 //   the keys; few queries read the fp16 rows directly, many queries sweep a block of 32 rows
 //   staged as fp32. Every output element receives fma(p_j, v_j, .) in key order on every path,
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,11 +33,14 @@
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
 #endif
 
+// foreach_target.h re-includes this file for every target; highway.h and contrib after it.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention_hwy.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace qevict {
@@ -44,8 +50,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Whether fp16 conversions are done in hardware. Highway 1.0.3's emulation (EMU128, SCALAR, NEON
 // without fp16 conversions) truncates in DemoteTo and mishandles infinities and NaN, so the row
 // conversions there stay portable (the kernels' promotions are exact for finite values).
-#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2) || HWY_TARGET == HWY_SVE || \
-    HWY_TARGET == HWY_SVE2 || HWY_TARGET == HWY_SVE_256 || HWY_TARGET == HWY_SVE2_128 || \
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2) || HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2 || \
+    HWY_TARGET == HWY_SVE_256 || HWY_TARGET == HWY_SVE2_128 ||                                     \
     (HWY_TARGET == HWY_NEON && (__ARM_FP & 2))
 constexpr bool kHardwareFp16 = true;
 #else
@@ -73,11 +79,56 @@ HWY_INLINE float SumLanes(D d, hn::Vec<D> v) {
   return hn::GetLane(hn::SumOfLanes(d, v));
 }
 
+#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
+// Adds the halves of v until 4 lanes remain; stores them to out[0..3].
+template <class D>
+HWY_INLINE void StoreFoldedTo4(D d, hn::Vec<D> v, float* HWY_RESTRICT out) {
+  if constexpr (hn::MaxLanes(d) > 4) {
+    const hn::Half<D> dh;
+    StoreFoldedTo4(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), out);
+  } else {
+    hn::StoreU(v, d, out);
+  }
+}
+#endif
+
+// out[0..3] = the sums of the lanes of a, b, c, e: four reductions for the shuffles of about
+// one. Each sum's order depends only on lane positions, not on the other three vectors.
+template <class D>
+HWY_INLINE void SumLanes4(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> c, hn::Vec<D> e,
+                          float* HWY_RESTRICT out) {
+#if HWY_HAVE_SCALABLE || HWY_TARGET == HWY_SCALAR
+  out[0] = SumLanes(d, a);
+  out[1] = SumLanes(d, b);
+  out[2] = SumLanes(d, c);
+  out[3] = SumLanes(d, e);
+#else
+  if constexpr (hn::MaxLanes(d) < 4) {
+    out[0] = SumLanes(d, a);
+    out[1] = SumLanes(d, b);
+    out[2] = SumLanes(d, c);
+    out[3] = SumLanes(d, e);
+  } else {
+    // Lanes alternate a, b (then c, e); then pairs alternate (a, b), (c, e): lane i holds a
+    // partial sum of vector i % 4.
+    const hn::Repartition<uint64_t, D> d64;
+    const auto ab =
+        hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b)));
+    const auto ce =
+        hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e)));
+    StoreFoldedTo4(d,
+                   hn::Add(hn::BitCast(d, hn::InterleaveLower(d64, ab, ce)),
+                           hn::BitCast(d, hn::InterleaveUpper(d64, ab, ce))),
+                   out);
+  }
+#endif
+}
+
 // ---- Scores, few queries: NQ (<= 4) queries against KB (1 or 2) key rows at a time.
 
 template <int NQ, int KB, class D>
-HWY_INLINE void ScoreRowsStep(D d, const float* q, int hd, const uint16_t* ka,
-                              const uint16_t* kb, float scale, float* scores, int64_t ld) {
+HWY_INLINE void ScoreRowsStep(D d, const float* q, int hd, const uint16_t* ka, const uint16_t* kb,
+                              float scale, float* scores, int64_t ld) {
   const size_t N = hn::Lanes(d);
   const float* q0 = q;
   const float* q1 = q + std::min(1, NQ - 1) * hd;
@@ -85,41 +136,27 @@ HWY_INLINE void ScoreRowsStep(D d, const float* q, int hd, const uint16_t* ka,
   const float* q3 = q + std::min(3, NQ - 1) * hd;
   auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
   auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+  // One query's vector of products with each key row.
+  const auto step = [d](const float* qv, hn::Vec<D> va, hn::Vec<D> vb, hn::Vec<D>& a,
+                        hn::Vec<D>& b) {
+    const auto w = hn::LoadU(d, qv);
+    a = hn::MulAdd(w, va, a);
+    if constexpr (KB > 1) b = hn::MulAdd(w, vb, b);
+  };
   for (size_t x = 0; x < static_cast<size_t>(hd); x += N) {
     const auto va = LoadRow(d, ka + x);
     const auto vb = KB > 1 ? LoadRow(d, kb + x) : va;
-    const auto w0 = hn::LoadU(d, q0 + x);
-    a0 = hn::MulAdd(w0, va, a0);
-    if constexpr (KB > 1) b0 = hn::MulAdd(w0, vb, b0);
-    if constexpr (NQ > 1) {
-      const auto w1 = hn::LoadU(d, q1 + x);
-      a1 = hn::MulAdd(w1, va, a1);
-      if constexpr (KB > 1) b1 = hn::MulAdd(w1, vb, b1);
-    }
-    if constexpr (NQ > 2) {
-      const auto w2 = hn::LoadU(d, q2 + x);
-      a2 = hn::MulAdd(w2, va, a2);
-      if constexpr (KB > 1) b2 = hn::MulAdd(w2, vb, b2);
-    }
-    if constexpr (NQ > 3) {
-      const auto w3 = hn::LoadU(d, q3 + x);
-      a3 = hn::MulAdd(w3, va, a3);
-      if constexpr (KB > 1) b3 = hn::MulAdd(w3, vb, b3);
-    }
+    step(q0 + x, va, vb, a0, b0);
+    if constexpr (NQ > 1) step(q1 + x, va, vb, a1, b1);
+    if constexpr (NQ > 2) step(q2 + x, va, vb, a2, b2);
+    if constexpr (NQ > 3) step(q3 + x, va, vb, a3, b3);
   }
-  scores[0] = SumLanes(d, a0) * scale;
-  if constexpr (KB > 1) scores[1] = SumLanes(d, b0) * scale;
-  if constexpr (NQ > 1) {
-    scores[ld] = SumLanes(d, a1) * scale;
-    if constexpr (KB > 1) scores[ld + 1] = SumLanes(d, b1) * scale;
-  }
-  if constexpr (NQ > 2) {
-    scores[2 * ld] = SumLanes(d, a2) * scale;
-    if constexpr (KB > 1) scores[2 * ld + 1] = SumLanes(d, b2) * scale;
-  }
-  if constexpr (NQ > 3) {
-    scores[3 * ld] = SumLanes(d, a3) * scale;
-    if constexpr (KB > 1) scores[3 * ld + 1] = SumLanes(d, b3) * scale;
+  HWY_ALIGN float sums[8];
+  SumLanes4(d, a0, a1, a2, a3, sums);
+  if constexpr (KB > 1) SumLanes4(d, b0, b1, b2, b3, sums + 4);
+  for (int i = 0; i < NQ; ++i) {
+    scores[i * ld] = sums[i] * scale;
+    if constexpr (KB > 1) scores[i * ld + 1] = sums[4 + i] * scale;
   }
 }
 
@@ -128,8 +165,7 @@ HWY_INLINE void ScoreRows(D d, const float* q, int hd, const uint16_t* k, int64_
                           int64_t n, float scale, float* scores, int64_t ld) {
   int64_t j = 0;
   for (; j + 2 <= n; j += 2) {
-    ScoreRowsStep<NQ, 2>(d, q, hd, k + j * k_stride, k + (j + 1) * k_stride, scale,
-                         scores + j, ld);
+    ScoreRowsStep<NQ, 2>(d, q, hd, k + j * k_stride, k + (j + 1) * k_stride, scale, scores + j, ld);
   }
   if (j < n) ScoreRowsStep<NQ, 1>(d, q, hd, k + j * k_stride, nullptr, scale, scores + j, ld);
 }
@@ -202,36 +238,31 @@ HWY_NOINLINE void ScoreBlocked(D d, const float* q, int g, const uint16_t* k, in
   const size_t N = hn::Lanes(d);
   const size_t qp = QC * N;
   HWY_ALIGN float qt[kMaxStagedHeadDim * kMaxQueryGroup];
-  HWY_ALIGN float ks[4 * kMaxStagedHeadDim];
-  HWY_ALIGN float res[4 * kMaxQueryGroup];
+  constexpr int kTile = 16;
+  HWY_ALIGN float ks[kTile * kMaxStagedHeadDim];
+  HWY_ALIGN float res[kTile * kMaxQueryGroup];
   for (int x = 0; x < hd; ++x) {
     float* row = qt + static_cast<size_t>(x) * qp;
     for (int i = 0; i < g; ++i) row[i] = q[static_cast<int64_t>(i) * hd + x];
     for (size_t i = g; i < qp; ++i) row[i] = 0.0f;
   }
-  auto stage = [&](int64_t j, int rows) {
+  // Tiles of kTile keys: staged as fp32, scored KB at a time, then written query by query.
+  for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+    const int rows = static_cast<int>(std::min<int64_t>(kTile, n - j0));
     for (int r = 0; r < rows; ++r) {
-      const uint16_t* src = k + (j + r) * k_stride;
+      const uint16_t* src = k + (j0 + r) * k_stride;
       for (size_t x = 0; x < static_cast<size_t>(hd); x += N) {
         hn::Store(LoadRow(d, src + x), d, ks + r * hd + x);
       }
     }
-  };
-  auto emit = [&](int64_t j, int rows) {
-    for (int r = 0; r < rows; ++r) {
-      for (int i = 0; i < g; ++i) scores[i * ld + j + r] = res[r * qp + i] * scale;
+    int r = 0;
+    for (; r + KB <= rows; r += KB)
+      ScoreBlockedStep<QC, KB>(d, qt, qp, ks + r * hd, hd, res + r * qp);
+    for (; r < rows; ++r) ScoreBlockedStep<QC, 1>(d, qt, qp, ks + r * hd, hd, res + r * qp);
+    for (int i = 0; i < g; ++i) {
+      float* dst = scores + i * ld + j0;
+      for (int t = 0; t < rows; ++t) dst[t] = res[t * qp + i] * scale;
     }
-  };
-  int64_t j = 0;
-  for (; j + KB <= n; j += KB) {
-    stage(j, KB);
-    ScoreBlockedStep<QC, KB>(d, qt, qp, ks, hd, res);
-    emit(j, KB);
-  }
-  for (; j < n; ++j) {
-    stage(j, 1);
-    ScoreBlockedStep<QC, 1>(d, qt, qp, ks, hd, res);
-    emit(j, 1);
   }
 }
 
@@ -239,30 +270,29 @@ template <class D>
 HWY_INLINE void ScoreImpl(D d, const float* q, int n_q, const uint16_t* k, int64_t k_stride,
                           int64_t n, int hd, float scale, float* scores, int64_t ld) {
   const size_t N = hn::Lanes(d);
+  // The kernels for 1-4 vectors of queries (blocked) or 1-4 queries (rows).
+  using Blocked = void (*)(D, const float*, int, const uint16_t*, int64_t, int64_t, int, float,
+                           float*, int64_t);
+  using Rows =
+      void (*)(D, const float*, int, const uint16_t*, int64_t, int64_t, float, float*, int64_t);
+  static constexpr Blocked kBlocked[4] = {&ScoreBlocked<1, D>, &ScoreBlocked<2, D>,
+                                          &ScoreBlocked<3, D>, &ScoreBlocked<4, D>};
+  static constexpr Rows kRows[4] = {&ScoreRows<1, D>, &ScoreRows<2, D>, &ScoreRows<3, D>,
+                                    &ScoreRows<4, D>};
   if (n_q >= 8 && hd <= kMaxStagedHeadDim) {
     const int group = static_cast<int>(std::min(kMaxQueryGroup, 4 * N));
     for (int q0 = 0; q0 < n_q; q0 += group) {
       const int g = std::min(group, n_q - q0);
       const float* qg = q + static_cast<int64_t>(q0) * hd;
       float* sg = scores + q0 * ld;
-      switch ((g + N - 1) / N) {
-        case 1: ScoreBlocked<1>(d, qg, g, k, k_stride, n, hd, scale, sg, ld); break;
-        case 2: ScoreBlocked<2>(d, qg, g, k, k_stride, n, hd, scale, sg, ld); break;
-        case 3: ScoreBlocked<3>(d, qg, g, k, k_stride, n, hd, scale, sg, ld); break;
-        default: ScoreBlocked<4>(d, qg, g, k, k_stride, n, hd, scale, sg, ld); break;
-      }
+      kBlocked[(g + N - 1) / N - 1](d, qg, g, k, k_stride, n, hd, scale, sg, ld);
     }
     return;
   }
   for (int q0 = 0; q0 < n_q; q0 += 4) {
     const float* qg = q + static_cast<int64_t>(q0) * hd;
     float* sg = scores + q0 * ld;
-    switch (std::min(4, n_q - q0)) {
-      case 1: ScoreRows<1>(d, qg, hd, k, k_stride, n, scale, sg, ld); break;
-      case 2: ScoreRows<2>(d, qg, hd, k, k_stride, n, scale, sg, ld); break;
-      case 3: ScoreRows<3>(d, qg, hd, k, k_stride, n, scale, sg, ld); break;
-      default: ScoreRows<4>(d, qg, hd, k, k_stride, n, scale, sg, ld); break;
-    }
+    kRows[std::min(4, n_q - q0) - 1](d, qg, hd, k, k_stride, n, scale, sg, ld);
   }
 }
 
@@ -286,42 +316,28 @@ HWY_INLINE void AccumulateTile(D d, const float* p, int64_t ld, const T* v, int6
   auto a20 = hn::LoadU(d, o2), a21 = C > 1 ? hn::LoadU(d, o2 + N) : a20;
   auto a30 = hn::LoadU(d, o3), a31 = C > 1 ? hn::LoadU(d, o3 + N) : a30;
   const T* row = v + x;
+  // One query's weight of row j times the row's vectors.
+  const auto step = [d](float w, hn::Vec<D> v0, hn::Vec<D> v1, hn::Vec<D>& c0, hn::Vec<D>& c1) {
+    const auto vw = hn::Set(d, w);
+    c0 = hn::MulAdd(vw, v0, c0);
+    if constexpr (C > 1) c1 = hn::MulAdd(vw, v1, c1);
+  };
   for (int64_t j = 0; j < n; ++j, row += v_stride) {
     const auto v0 = LoadRow(d, row);
     const auto v1 = C > 1 ? LoadRow(d, row + N) : v0;
-    const auto w0 = hn::Set(d, p0[j]);
-    a00 = hn::MulAdd(w0, v0, a00);
-    if constexpr (C > 1) a01 = hn::MulAdd(w0, v1, a01);
-    if constexpr (NQ > 1) {
-      const auto w1 = hn::Set(d, p1[j]);
-      a10 = hn::MulAdd(w1, v0, a10);
-      if constexpr (C > 1) a11 = hn::MulAdd(w1, v1, a11);
-    }
-    if constexpr (NQ > 2) {
-      const auto w2 = hn::Set(d, p2[j]);
-      a20 = hn::MulAdd(w2, v0, a20);
-      if constexpr (C > 1) a21 = hn::MulAdd(w2, v1, a21);
-    }
-    if constexpr (NQ > 3) {
-      const auto w3 = hn::Set(d, p3[j]);
-      a30 = hn::MulAdd(w3, v0, a30);
-      if constexpr (C > 1) a31 = hn::MulAdd(w3, v1, a31);
-    }
+    step(p0[j], v0, v1, a00, a01);
+    if constexpr (NQ > 1) step(p1[j], v0, v1, a10, a11);
+    if constexpr (NQ > 2) step(p2[j], v0, v1, a20, a21);
+    if constexpr (NQ > 3) step(p3[j], v0, v1, a30, a31);
   }
-  hn::StoreU(a00, d, o0);
-  if constexpr (C > 1) hn::StoreU(a01, d, o0 + N);
-  if constexpr (NQ > 1) {
-    hn::StoreU(a10, d, o1);
-    if constexpr (C > 1) hn::StoreU(a11, d, o1 + N);
-  }
-  if constexpr (NQ > 2) {
-    hn::StoreU(a20, d, o2);
-    if constexpr (C > 1) hn::StoreU(a21, d, o2 + N);
-  }
-  if constexpr (NQ > 3) {
-    hn::StoreU(a30, d, o3);
-    if constexpr (C > 1) hn::StoreU(a31, d, o3 + N);
-  }
+  const auto put = [d](hn::Vec<D> c0, hn::Vec<D> c1, float* o) {
+    hn::StoreU(c0, d, o);
+    if constexpr (C > 1) hn::StoreU(c1, d, o + hn::Lanes(d));
+  };
+  put(a00, a01, o0);
+  if constexpr (NQ > 1) put(a10, a11, o1);
+  if constexpr (NQ > 2) put(a20, a21, o2);
+  if constexpr (NQ > 3) put(a30, a31, o3);
 }
 
 // Every query, all of head_dim, over n rows.
@@ -329,22 +345,19 @@ template <class D, class T>
 HWY_NOINLINE void AccumulateRows(D d, const float* p, int n_q, int64_t ld, const T* v,
                                  int64_t v_stride, int64_t n, int hd, float* out) {
   const size_t N = hn::Lanes(d);
+  // The tiles for 1-4 queries x 1-2 vectors of head_dim.
+  using Tile = void (*)(D, const float*, int64_t, const T*, int64_t, int64_t, int, size_t, float*);
+  static constexpr Tile kTiles[4][2] = {{&AccumulateTile<1, 1, D, T>, &AccumulateTile<1, 2, D, T>},
+                                        {&AccumulateTile<2, 1, D, T>, &AccumulateTile<2, 2, D, T>},
+                                        {&AccumulateTile<3, 1, D, T>, &AccumulateTile<3, 2, D, T>},
+                                        {&AccumulateTile<4, 1, D, T>, &AccumulateTile<4, 2, D, T>}};
   for (int q0 = 0; q0 < n_q; q0 += 4) {
     const int g = std::min(4, n_q - q0);
     const float* pg = p + q0 * ld;
     float* og = out + static_cast<int64_t>(q0) * hd;
     for (size_t x = 0; x < static_cast<size_t>(hd); x += 2 * N) {
       const bool pair = x + 2 * N <= static_cast<size_t>(hd);
-      switch (g * 2 + (pair ? 1 : 0)) {
-        case 2: AccumulateTile<1, 1>(d, pg, ld, v, v_stride, n, hd, x, og); break;
-        case 3: AccumulateTile<1, 2>(d, pg, ld, v, v_stride, n, hd, x, og); break;
-        case 4: AccumulateTile<2, 1>(d, pg, ld, v, v_stride, n, hd, x, og); break;
-        case 5: AccumulateTile<2, 2>(d, pg, ld, v, v_stride, n, hd, x, og); break;
-        case 6: AccumulateTile<3, 1>(d, pg, ld, v, v_stride, n, hd, x, og); break;
-        case 7: AccumulateTile<3, 2>(d, pg, ld, v, v_stride, n, hd, x, og); break;
-        case 8: AccumulateTile<4, 1>(d, pg, ld, v, v_stride, n, hd, x, og); break;
-        default: AccumulateTile<4, 2>(d, pg, ld, v, v_stride, n, hd, x, og); break;
-      }
+      kTiles[g - 1][pair ? 1 : 0](d, pg, ld, v, v_stride, n, hd, x, og);
     }
   }
 }
@@ -386,8 +399,8 @@ void ScoreFp16Keys(const float* q, int n_q, const uint16_t* k, int64_t k_stride,
   }
 }
 
-void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v,
-                          int64_t v_stride, int64_t n, int head_dim, float* out) {
+void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v, int64_t v_stride,
+                          int64_t n, int head_dim, float* out) {
   const hn::ScalableTag<float> d;
   const hn::CappedTag<float, 8> d8;
   if (head_dim % hn::Lanes(d) == 0) {
@@ -417,6 +430,21 @@ float ExpShiftSum(float* x, int64_t n, float max) {
     sum = hn::Add(sum, e);
   }
   return SumLanes(d, sum);
+}
+
+float MaxOf(const float* x, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto m0 = hn::Set(d, -HUGE_VALF), m1 = m0;
+  int64_t j = 0;
+  for (; j + 2 * N <= n; j += 2 * N) {
+    m0 = hn::Max(m0, hn::LoadU(d, x + j));
+    m1 = hn::Max(m1, hn::LoadU(d, x + j + N));
+  }
+  for (; j + N <= n; j += N) m0 = hn::Max(m0, hn::LoadU(d, x + j));
+  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
 }
 
 void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n) {
@@ -455,6 +483,7 @@ namespace qevict::attention_impl::highway {
 HWY_EXPORT(ScoreFp16Keys);
 HWY_EXPORT(AccumulateFp16Values);
 HWY_EXPORT(ExpShiftSum);
+HWY_EXPORT(MaxOf);
 HWY_EXPORT(Fp32ToFp16Row);
 HWY_EXPORT(Fp16ToFp32Row);
 HWY_EXPORT(Target);
@@ -511,18 +540,19 @@ bool Enabled() {
 
 void ScoreFp16Keys(const float* q, int n_q, const uint16_t* k, int64_t k_stride, int64_t n,
                    int head_dim, float scale, float* scores, int64_t ld) {
-  HWY_DISPATCH_TABLE(ScoreFp16Keys)[Index()](q, n_q, k, k_stride, n, head_dim, scale, scores,
-                                             ld);
+  HWY_DISPATCH_TABLE(ScoreFp16Keys)[Index()](q, n_q, k, k_stride, n, head_dim, scale, scores, ld);
 }
 
-void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v,
-                          int64_t v_stride, int64_t n, int head_dim, float* out) {
+void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v, int64_t v_stride,
+                          int64_t n, int head_dim, float* out) {
   HWY_DISPATCH_TABLE(AccumulateFp16Values)[Index()](p, n_q, ld, v, v_stride, n, head_dim, out);
 }
 
 float ExpShiftSum(float* x, int64_t n, float max) {
   return HWY_DISPATCH_TABLE(ExpShiftSum)[Index()](x, n, max);
 }
+
+float MaxOf(const float* x, int64_t n) { return HWY_DISPATCH_TABLE(MaxOf)[Index()](x, n); }
 
 void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n) {
   HWY_DISPATCH_TABLE(Fp32ToFp16Row)[Index()](src, dst, n);

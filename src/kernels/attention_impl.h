@@ -12,13 +12,13 @@ namespace qevict::attention_impl {
   void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v,          \
                             int64_t v_stride, int64_t n, int head_dim, float* out);         \
   float ExpShiftSum(float* x, int64_t n, float max);                                        \
+  float MaxOf(const float* x, int64_t n);                                                   \
   void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n);                           \
   void Fp16ToFp32Row(const uint16_t* src, float* dst, int64_t n);                           \
   }
 
 QEVICT_ATTENTION_DECLS(portable)  // attention.cc: the reference
 QEVICT_ATTENTION_DECLS(highway)   // attention_hwy.cc: the Highway target the SIMD level picks
-QEVICT_ATTENTION_DECLS(avx2)      // attention_avx2.cc: the former hand-written kernels
 
 #undef QEVICT_ATTENTION_DECLS
 

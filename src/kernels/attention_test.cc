@@ -5,6 +5,8 @@
 // Tolerances: a dot product of n terms in fp32 carries at most about n units of roundoff
 // (u = 2^-24) times the sum of the terms' magnitudes, whatever the order; two orders differ by
 // at most twice that. Each check allows 2 (n + 1) u sum|terms|.
+#include "kernels/attention.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +20,6 @@
 #include <vector>
 
 #include "hwy/targets.h"
-#include "kernels/attention.h"
 #include "kernels/attention_impl.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
@@ -48,8 +49,9 @@ std::vector<Path> Paths() {
     hw::ForceTargetsForTest(target);
     const bool compiled = hw::ActiveTarget() == target;  // attention_hwy.cc skips SSSE3/SSE4
     hw::ForceTargetsForTest(0);
-    if (compiled) paths.push_back({std::string("target ") + hwy::TargetName(target),
-                                   DetectedSimdLevel(), target});
+    if (compiled)
+      paths.push_back(
+          {std::string("target ") + hwy::TargetName(target), DetectedSimdLevel(), target});
   }
   return paths;
 }
@@ -84,6 +86,21 @@ struct Rng {
 constexpr int kHeadDims[] = {64, 128, 256, 72, 40};
 constexpr int kQueries[] = {1, 3, 4, 24, 32};
 constexpr int64_t kKeyCounts[] = {1, 7, 37, 100};
+
+// body(head_dim, n_q, keys) for every combination of the shapes above, on every path.
+void ForEachShape(const std::function<void(int, int, int64_t)>& body) {
+  ForEachPath([&](const Path&) {
+    for (const int hd : kHeadDims) {
+      for (const int n_q : kQueries) {
+        for (const int64_t n : kKeyCounts) {
+          SCOPED_TRACE("head_dim " + std::to_string(hd) + " n_q " + std::to_string(n_q) + " keys " +
+                       std::to_string(n));
+          body(hd, n_q, n);
+        }
+      }
+    }
+  });
+}
 
 TEST(AttentionKernels, PathsCoverEveryLevelAndTarget) {
   const std::vector<Path> paths = Paths();
@@ -142,34 +159,26 @@ TEST(AttentionKernels, SimdLevelSelectsTheCodePath) {
 TEST(AttentionKernels, ScoreFp16KeysMatchesReference) {
   Rng rng;
   const float scale = 0.37f;
-  ForEachPath([&](const Path&) {
-    for (const int hd : kHeadDims) {
-      for (const int n_q : kQueries) {
-        for (const int64_t n : kKeyCounts) {
-          SCOPED_TRACE("head_dim " + std::to_string(hd) + " n_q " + std::to_string(n_q) +
-                       " keys " + std::to_string(n));
-          const int64_t stride = hd + 24, ld = n + 5;
-          const std::vector<float> q = rng.Floats(static_cast<size_t>(n_q) * hd, -2.0f, 2.0f);
-          const std::vector<uint16_t> k = rng.Halves(n * stride, -2.0f, 2.0f);
-          std::vector<float> got(n_q * ld, 1234.5f), want(n_q * ld, 1234.5f);
-          ScoreFp16Keys(q.data(), n_q, k.data(), stride, n, hd, scale, got.data(), ld);
-          ref::ScoreFp16Keys(q.data(), n_q, k.data(), stride, n, hd, scale, want.data(), ld);
-          for (int qi = 0; qi < n_q; ++qi) {
-            for (int64_t j = 0; j < ld; ++j) {
-              const int64_t at = qi * ld + j;
-              if (j >= n) {
-                ASSERT_EQ(got[at], 1234.5f) << "wrote past n at query " << qi << " key " << j;
-                continue;
-              }
-              double magnitude = 0.0;
-              for (int x = 0; x < hd; ++x) {
-                magnitude += std::fabs(q[qi * hd + x] * Fp16ToFp32(k[j * stride + x]));
-              }
-              const double tol = 2.0 * (hd + 1) * kU * magnitude * scale;
-              ASSERT_NEAR(got[at], want[at], tol) << "query " << qi << " key " << j;
-            }
-          }
+  ForEachShape([&](int hd, int n_q, int64_t n) {
+    const int64_t stride = hd + 24, ld = n + 5;
+    const std::vector<float> q = rng.Floats(static_cast<size_t>(n_q) * hd, -2.0f, 2.0f);
+    const std::vector<uint16_t> k = rng.Halves(n * stride, -2.0f, 2.0f);
+    std::vector<float> got(n_q * ld, 1234.5f), want(n_q * ld, 1234.5f);
+    ScoreFp16Keys(q.data(), n_q, k.data(), stride, n, hd, scale, got.data(), ld);
+    ref::ScoreFp16Keys(q.data(), n_q, k.data(), stride, n, hd, scale, want.data(), ld);
+    for (int qi = 0; qi < n_q; ++qi) {
+      for (int64_t j = 0; j < ld; ++j) {
+        const int64_t at = qi * ld + j;
+        if (j >= n) {
+          ASSERT_EQ(got[at], 1234.5f) << "wrote past n at query " << qi << " key " << j;
+          continue;
         }
+        double magnitude = 0.0;
+        for (int x = 0; x < hd; ++x) {
+          magnitude += std::fabs(q[qi * hd + x] * Fp16ToFp32(k[j * stride + x]));
+        }
+        const double tol = 2.0 * (hd + 1) * kU * magnitude * scale;
+        ASSERT_NEAR(got[at], want[at], tol) << "query " << qi << " key " << j;
       }
     }
   });
@@ -177,30 +186,22 @@ TEST(AttentionKernels, ScoreFp16KeysMatchesReference) {
 
 TEST(AttentionKernels, AccumulateFp16ValuesMatchesReference) {
   Rng rng;
-  ForEachPath([&](const Path&) {
-    for (const int hd : kHeadDims) {
-      for (const int n_q : kQueries) {
-        for (const int64_t n : kKeyCounts) {
-          SCOPED_TRACE("head_dim " + std::to_string(hd) + " n_q " + std::to_string(n_q) +
-                       " keys " + std::to_string(n));
-          const int64_t stride = hd + 8, ld = n + 3;
-          const std::vector<float> p = rng.Floats(n_q * ld, 0.0f, 1.0f);
-          const std::vector<uint16_t> v = rng.Halves(n * stride, -3.0f, 3.0f);
-          const std::vector<float> start = rng.Floats(static_cast<size_t>(n_q) * hd, -1.0f, 1.0f);
-          std::vector<float> got = start, want = start;
-          AccumulateFp16Values(p.data(), n_q, ld, v.data(), stride, n, hd, got.data());
-          ref::AccumulateFp16Values(p.data(), n_q, ld, v.data(), stride, n, hd, want.data());
-          for (int qi = 0; qi < n_q; ++qi) {
-            for (int x = 0; x < hd; ++x) {
-              double magnitude = std::fabs(start[qi * hd + x]);
-              for (int64_t j = 0; j < n; ++j) {
-                magnitude += std::fabs(p[qi * ld + j] * Fp16ToFp32(v[j * stride + x]));
-              }
-              const double tol = 2.0 * (n + 1) * kU * magnitude;
-              ASSERT_NEAR(got[qi * hd + x], want[qi * hd + x], tol) << "query " << qi << " d " << x;
-            }
-          }
+  ForEachShape([&](int hd, int n_q, int64_t n) {
+    const int64_t stride = hd + 8, ld = n + 3;
+    const std::vector<float> p = rng.Floats(n_q * ld, 0.0f, 1.0f);
+    const std::vector<uint16_t> v = rng.Halves(n * stride, -3.0f, 3.0f);
+    const std::vector<float> start = rng.Floats(static_cast<size_t>(n_q) * hd, -1.0f, 1.0f);
+    std::vector<float> got = start, want = start;
+    AccumulateFp16Values(p.data(), n_q, ld, v.data(), stride, n, hd, got.data());
+    ref::AccumulateFp16Values(p.data(), n_q, ld, v.data(), stride, n, hd, want.data());
+    for (int qi = 0; qi < n_q; ++qi) {
+      for (int x = 0; x < hd; ++x) {
+        double magnitude = std::fabs(start[qi * hd + x]);
+        for (int64_t j = 0; j < n; ++j) {
+          magnitude += std::fabs(p[qi * ld + j] * Fp16ToFp32(v[j * stride + x]));
         }
+        const double tol = 2.0 * (n + 1) * kU * magnitude;
+        ASSERT_NEAR(got[qi * hd + x], want[qi * hd + x], tol) << "query " << qi << " d " << x;
       }
     }
   });
@@ -263,9 +264,9 @@ TEST(AttentionKernels, ExpShiftSumMatchesReference) {
     for (const int64_t n : {1, 3, 8, 15, 16, 17, 100, 1000}) {
       SCOPED_TRACE("n " + std::to_string(n));
       std::vector<float> x = rng.Floats(n, -30.0f, 5.0f);
-      x[0] = 5.0f;  // the max
+      x[0] = 5.0f;                                                // the max
       if (n > 2) x[1] = -std::numeric_limits<float>::infinity();  // a masked score
-      if (n > 3) x[2] = -200.0f;                                 // underflows to 0
+      if (n > 3) x[2] = -200.0f;                                  // underflows to 0
       std::vector<float> got = x, want = x;
       const float sum_got = ExpShiftSum(got.data(), n, 5.0f);
       const float sum_want = ref::ExpShiftSum(want.data(), n, 5.0f);
@@ -277,6 +278,23 @@ TEST(AttentionKernels, ExpShiftSumMatchesReference) {
       }
       EXPECT_NEAR(sum_got, sum_want, (2.0 * (n + 1) + 8.0) * kU * total);
     }
+  });
+}
+
+TEST(AttentionKernels, MaxOfMatchesReferenceExactly) {
+  Rng rng;
+  ForEachPath([&](const Path&) {
+    for (const int64_t n : {1, 2, 15, 16, 17, 33, 100, 1000}) {
+      std::vector<float> x = rng.Floats(n, -50.0f, 50.0f);
+      if (n > 2) x[n / 2] = -std::numeric_limits<float>::infinity();
+      for (const int64_t at : {int64_t{0}, n / 3, n - 1}) {  // the max at the start, inside, last
+        std::vector<float> y = x;
+        y[at] = 60.0f + static_cast<float>(at);
+        ASSERT_EQ(MaxOf(y.data(), n), ref::MaxOf(y.data(), n)) << "n " << n << " at " << at;
+      }
+    }
+    const float all_masked[3] = {-HUGE_VALF, -HUGE_VALF, -HUGE_VALF};
+    EXPECT_EQ(MaxOf(all_masked, 3), -HUGE_VALF);
   });
 }
 
