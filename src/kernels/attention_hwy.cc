@@ -5,9 +5,9 @@
 //
 // Design (the shapes: decode has n_q = the GQA group, 3-4 queries; prefill n_q = group x 8
 // query tokens, 24-32; head_dim 64-256):
-// - Scores, few queries: per pair of key rows each row is converted fp16->fp32 once and dotted
-//   with up to 4 queries at a time (8 independent accumulators); four scores share one
-//   transpose-and-add reduction.
+// - Scores, few queries: per 4 key rows (2 on AVX2) each row is converted fp16->fp32 once and
+//   dotted with up to 4 queries at a time (up to 16 independent accumulators); four scores share
+//   one transpose-and-add reduction.
 // - Scores, n_q >= 8: the queries are transposed once per call into [head_dim][n_q padded to
 //   lanes]; tiles of 16 key rows are converted to fp32 and each element broadcast, so one FMA
 //   advances a whole vector of queries' scores (no horizontal reduction per (query, key)); the
@@ -124,39 +124,56 @@ HWY_INLINE void SumLanes4(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> c, hn::Vec
 #endif
 }
 
-// ---- Scores, few queries: NQ (<= 4) queries against KB (1 or 2) key rows at a time.
+// ---- Scores, few queries: NQ (<= 4) queries against KB (1, 2 or 4) key rows at a time.
+
+// Four key rows (KB of them used) per step where the register file holds 16 accumulators.
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+constexpr int kRowKeys = 2;  // AVX2: 16 registers
+#else
+constexpr int kRowKeys = 4;  // AVX-512, NEON, SVE: 32
+#endif
 
 template <int NQ, int KB, class D>
-HWY_INLINE void ScoreRowsStep(D d, const float* q, int hd, const uint16_t* ka, const uint16_t* kb,
+HWY_INLINE void ScoreRowsStep(D d, const float* q, int hd, const uint16_t* k, int64_t k_stride,
                               float scale, float* scores, int64_t ld) {
+  using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
   const float* q0 = q;
   const float* q1 = q + std::min(1, NQ - 1) * hd;
   const float* q2 = q + std::min(2, NQ - 1) * hd;
   const float* q3 = q + std::min(3, NQ - 1) * hd;
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-  auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+  const uint16_t* ka = k;
+  const uint16_t* kb = k + std::min(1, KB - 1) * k_stride;
+  const uint16_t* kc = k + std::min(2, KB - 1) * k_stride;
+  const uint16_t* ke = k + std::min(3, KB - 1) * k_stride;
+  // Accumulator of query i with key row a, b, c, e: ai, bi, ci, ei.
+  V a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  V c0 = a0, c1 = a0, c2 = a0, c3 = a0, e0 = a0, e1 = a0, e2 = a0, e3 = a0;
   // One query's vector of products with each key row.
-  const auto step = [d](const float* qv, hn::Vec<D> va, hn::Vec<D> vb, hn::Vec<D>& a,
-                        hn::Vec<D>& b) {
-    const auto w = hn::LoadU(d, qv);
+  const auto step = [d](const float* qv, V va, V vb, V vc, V ve, V& a, V& b, V& c, V& e) {
+    const V w = hn::LoadU(d, qv);
     a = hn::MulAdd(w, va, a);
     if constexpr (KB > 1) b = hn::MulAdd(w, vb, b);
+    if constexpr (KB > 2) c = hn::MulAdd(w, vc, c);
+    if constexpr (KB > 3) e = hn::MulAdd(w, ve, e);
   };
   for (size_t x = 0; x < static_cast<size_t>(hd); x += N) {
-    const auto va = LoadRow(d, ka + x);
-    const auto vb = KB > 1 ? LoadRow(d, kb + x) : va;
-    step(q0 + x, va, vb, a0, b0);
-    if constexpr (NQ > 1) step(q1 + x, va, vb, a1, b1);
-    if constexpr (NQ > 2) step(q2 + x, va, vb, a2, b2);
-    if constexpr (NQ > 3) step(q3 + x, va, vb, a3, b3);
+    const V va = LoadRow(d, ka + x);
+    const V vb = KB > 1 ? LoadRow(d, kb + x) : va;
+    const V vc = KB > 2 ? LoadRow(d, kc + x) : va;
+    const V ve = KB > 3 ? LoadRow(d, ke + x) : va;
+    step(q0 + x, va, vb, vc, ve, a0, b0, c0, e0);
+    if constexpr (NQ > 1) step(q1 + x, va, vb, vc, ve, a1, b1, c1, e1);
+    if constexpr (NQ > 2) step(q2 + x, va, vb, vc, ve, a2, b2, c2, e2);
+    if constexpr (NQ > 3) step(q3 + x, va, vb, vc, ve, a3, b3, c3, e3);
   }
-  HWY_ALIGN float sums[8];
+  HWY_ALIGN float sums[16];
   SumLanes4(d, a0, a1, a2, a3, sums);
   if constexpr (KB > 1) SumLanes4(d, b0, b1, b2, b3, sums + 4);
+  if constexpr (KB > 2) SumLanes4(d, c0, c1, c2, c3, sums + 8);
+  if constexpr (KB > 3) SumLanes4(d, e0, e1, e2, e3, sums + 12);
   for (int i = 0; i < NQ; ++i) {
-    scores[i * ld] = sums[i] * scale;
-    if constexpr (KB > 1) scores[i * ld + 1] = sums[4 + i] * scale;
+    for (int r = 0; r < KB; ++r) scores[i * ld + r] = sums[4 * r + i] * scale;
   }
 }
 
@@ -164,10 +181,11 @@ template <int NQ, class D>
 HWY_INLINE void ScoreRows(D d, const float* q, int hd, const uint16_t* k, int64_t k_stride,
                           int64_t n, float scale, float* scores, int64_t ld) {
   int64_t j = 0;
-  for (; j + 2 <= n; j += 2) {
-    ScoreRowsStep<NQ, 2>(d, q, hd, k + j * k_stride, k + (j + 1) * k_stride, scale, scores + j, ld);
+  for (; j + kRowKeys <= n; j += kRowKeys) {
+    ScoreRowsStep<NQ, kRowKeys>(d, q, hd, k + j * k_stride, k_stride, scale, scores + j, ld);
   }
-  if (j < n) ScoreRowsStep<NQ, 1>(d, q, hd, k + j * k_stride, nullptr, scale, scores + j, ld);
+  for (; j < n; ++j)
+    ScoreRowsStep<NQ, 1>(d, q, hd, k + j * k_stride, k_stride, scale, scores + j, ld);
 }
 
 // ---- Scores, many queries: QC vectors of queries (transposed, qt[x * qp + i]) against KB key
