@@ -1,5 +1,5 @@
 // Highway versions of the attention building blocks (kernels/attention.h): written once, compiled
-// for every Highway target (AVX2, AVX-512 on x86; NEON/SVE on ARM; EMU128 as the fallback) and
+// for every Highway target (AVX2, AVX-512 on x86; NEON/SVE on ARM; a scalar fallback) and
 // chosen at run time from the SIMD level (util/cpu_features.h). attention.cc keeps the portable
 // reference implementations; tests compare every target with them (attention_test.cc).
 //
@@ -512,7 +512,10 @@ std::atomic<int64_t> forced_targets{0};
 
 // Index into this file's dispatch tables of the best compiled target within `targets`.
 // hwy::ChosenTarget is what HWY_DYNAMIC_DISPATCH uses, but here one is built per SIMD level, so
-// switching levels never touches Highway's process-wide choice.
+// switching levels never touches Highway's process-wide choice. (In Highway 1.0.3,
+// SetSupportedTargetsForTest stores a plain process-wide mask and DeInit()s the global
+// ChosenTarget so that the next HWY_DYNAMIC_DISPATCH re-chooses; and without a mask
+// SupportedTargets() runs CPUID again, so it is called once here, not per call.)
 size_t IndexOf(int64_t targets) {
   hwy::ChosenTarget chosen;
   chosen.Update(targets);
