@@ -21,7 +21,11 @@
 namespace qevict {
 namespace {
 
-constexpr double kExactTol = 0.02;
+// The KV cache holds fp16 keys and values (transformers keeps fp32), so attention's summation
+// order moves the logits by about 0.01: on chat_capital (position 9) the former hand-written
+// AVX2 kernels land 0.016 from transformers, the portable reference kernels 0.026, the Highway
+// kernels 0.024. The tolerance covers every valid kernel, with a margin.
+constexpr double kExactTol = 0.035;
 constexpr double kExactTie = 0.02;
 // The exact path multiplies in scalar fp64; prompts above this length (the 1754-token case) are
 // left to the fast-path comparison to keep the suite quick.

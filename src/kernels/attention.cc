@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "kernels/attention_impl.h"
-#include "util/cpu_features.h"
 #include "util/fp16.h"
 
 namespace qevict {
@@ -43,6 +42,12 @@ float ExpShiftSum(float* x, int64_t n, float max) {
   return sum;
 }
 
+float MaxOf(const float* x, int64_t n) {
+  float m = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+
 void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = Fp32ToFp16(src[i]);
 }
@@ -53,28 +58,19 @@ void Fp16ToFp32Row(const uint16_t* src, float* dst, int64_t n) {
 
 }  // namespace attention_impl::portable
 
-namespace {
-bool UseAvx2(int head_dim) {
-  return ActiveSimdLevel() >= SimdLevel::kAvx2 && head_dim % 8 == 0;
-}
-}  // namespace
+namespace hw = attention_impl::highway;
+namespace ref = attention_impl::portable;
 
 void ScoreFp16Keys(const float* q, int n_q, const uint16_t* k, int64_t k_stride, int64_t n,
                    int head_dim, float scale, float* scores, int64_t ld) {
-  if (UseAvx2(head_dim)) {
-    attention_impl::avx2::ScoreFp16Keys(q, n_q, k, k_stride, n, head_dim, scale, scores, ld);
-  } else {
-    attention_impl::portable::ScoreFp16Keys(q, n_q, k, k_stride, n, head_dim, scale, scores, ld);
-  }
+  if (hw::Enabled()) return hw::ScoreFp16Keys(q, n_q, k, k_stride, n, head_dim, scale, scores, ld);
+  ref::ScoreFp16Keys(q, n_q, k, k_stride, n, head_dim, scale, scores, ld);
 }
 
 void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v,
                           int64_t v_stride, int64_t n, int head_dim, float* out) {
-  if (UseAvx2(head_dim)) {
-    attention_impl::avx2::AccumulateFp16Values(p, n_q, ld, v, v_stride, n, head_dim, out);
-  } else {
-    attention_impl::portable::AccumulateFp16Values(p, n_q, ld, v, v_stride, n, head_dim, out);
-  }
+  if (hw::Enabled()) return hw::AccumulateFp16Values(p, n_q, ld, v, v_stride, n, head_dim, out);
+  ref::AccumulateFp16Values(p, n_q, ld, v, v_stride, n, head_dim, out);
 }
 
 void ScoreFp32Keys(const float* q, int n_q, const float* k, int64_t k_stride, int64_t n,
@@ -103,24 +99,21 @@ void AccumulateFp32Values(const float* p, int n_q, int64_t ld, const float* v, i
 }
 
 float ExpShiftSum(float* x, int64_t n, float max) {
-  if (ActiveSimdLevel() >= SimdLevel::kAvx2) return attention_impl::avx2::ExpShiftSum(x, n, max);
-  return attention_impl::portable::ExpShiftSum(x, n, max);
+  return hw::Enabled() ? hw::ExpShiftSum(x, n, max) : ref::ExpShiftSum(x, n, max);
 }
 
 float MaxOf(const float* x, int64_t n) {
-  float m = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
-  return m;
+  return hw::Enabled() ? hw::MaxOf(x, n) : ref::MaxOf(x, n);
 }
 
 void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n) {
-  if (ActiveSimdLevel() >= SimdLevel::kAvx2) return attention_impl::avx2::Fp32ToFp16Row(src, dst, n);
-  attention_impl::portable::Fp32ToFp16Row(src, dst, n);
+  if (hw::Enabled()) return hw::Fp32ToFp16Row(src, dst, n);
+  ref::Fp32ToFp16Row(src, dst, n);
 }
 
 void Fp16ToFp32Row(const uint16_t* src, float* dst, int64_t n) {
-  if (ActiveSimdLevel() >= SimdLevel::kAvx2) return attention_impl::avx2::Fp16ToFp32Row(src, dst, n);
-  attention_impl::portable::Fp16ToFp32Row(src, dst, n);
+  if (hw::Enabled()) return hw::Fp16ToFp32Row(src, dst, n);
+  ref::Fp16ToFp32Row(src, dst, n);
 }
 
 }  // namespace qevict

@@ -1,6 +1,11 @@
 // Building blocks of attention over fp16 key/value rows, shared by every KV cache layout.
 // A GQA group (the n_q query heads that share one KV head) is processed together so each key
 // and value row is read from memory once per group.
+//
+// attention.cc holds the portable implementations, the reference; attention_hwy.cc the same
+// functions written once over Google Highway and compiled for every target (AVX2, AVX-512,
+// NEON, SVE), run at the target the SIMD level allows (util/cpu_features.h; portable: the
+// reference). Its header comment describes the kernels' blocking.
 #pragma once
 
 #include <cstdint>

@@ -12,13 +12,24 @@ namespace qevict::attention_impl {
   void AccumulateFp16Values(const float* p, int n_q, int64_t ld, const uint16_t* v,          \
                             int64_t v_stride, int64_t n, int head_dim, float* out);         \
   float ExpShiftSum(float* x, int64_t n, float max);                                        \
+  float MaxOf(const float* x, int64_t n);                                                   \
   void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n);                           \
   void Fp16ToFp32Row(const uint16_t* src, float* dst, int64_t n);                           \
   }
 
-QEVICT_ATTENTION_DECLS(portable)
-QEVICT_ATTENTION_DECLS(avx2)
+QEVICT_ATTENTION_DECLS(portable)  // attention.cc: the reference
+QEVICT_ATTENTION_DECLS(highway)   // attention_hwy.cc: the Highway target the SIMD level picks
 
 #undef QEVICT_ATTENTION_DECLS
+
+namespace highway {
+// Whether the public functions run the Highway kernels: not at SimdLevel::kPortable on x86.
+bool Enabled();
+// The Highway target (HWY_AVX2, HWY_AVX3, ...) the kernels run now, 0 when portable.
+int64_t ActiveTarget();
+// Tests: restrict the kernels to the best of `targets` (HWY_* bits), overriding the SIMD level;
+// 0 returns to the level's choice.
+void ForceTargetsForTest(int64_t targets);
+}  // namespace highway
 
 }  // namespace qevict::attention_impl

@@ -1,0 +1,129 @@
+// Micro benchmarks of the attention building blocks (kernels/attention.h) at the shapes decode
+// and prefill give them over a 4096-token context: SmolLM2-135M (head_dim 64, GQA group 3: n_q 3
+// per decode step, 24 per prefill block of 8 tokens) and Gemma 3 270M (head_dim 256, group 4:
+// n_q 4 / 32), at every SIMD level the CPU supports.
+//
+// BM_Softmax: MaxOf and ExpShiftSum over a row of 4096 scores.
+//
+// Counter: GFLOP/s = 2 * n_q * keys * head_dim per second. The label names the SIMD level and
+// the Highway target that ran.
+//
+// Run: attention_bench --benchmark_counters_tabular=true [--benchmark_filter=...]; on a busy
+// machine compare levels with --benchmark_repetitions=N --benchmark_enable_random_interleaving
+// and read the medians.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "kernels/attention.h"
+#include "kernels/attention_impl.h"
+#include "util/cpu_features.h"
+#include "util/fp16.h"
+
+namespace qevict {
+namespace {
+
+constexpr int64_t kKeys = 4096;
+
+struct Data {
+  std::vector<float> q, p, scores, out;
+  std::vector<uint16_t> k, v;
+};
+
+Data MakeData(int n_q, int head_dim) {
+  Data data;
+  uint32_t s = 12345;
+  auto next = [&s] {
+    s = s * 1664525u + 1013904223u;
+    return static_cast<float>(s >> 8) / 16777216.0f - 0.5f;
+  };
+  data.q.resize(static_cast<size_t>(n_q) * head_dim);
+  for (auto& x : data.q) x = next();
+  data.k.resize(kKeys * head_dim);
+  data.v.resize(kKeys * head_dim);
+  for (auto& x : data.k) x = Fp32ToFp16(next());
+  for (auto& x : data.v) x = Fp32ToFp16(next());
+  data.p.resize(n_q * kKeys);
+  for (auto& x : data.p) x = (next() + 0.5f) / kKeys;
+  data.scores.resize(n_q * kKeys);
+  data.out.assign(static_cast<size_t>(n_q) * head_dim, 0.0f);
+  return data;
+}
+
+bool SetLevel(benchmark::State& state) {
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  if (level > DetectedSimdLevel()) {
+    state.SkipWithError("SIMD level not supported by this CPU");
+    return false;
+  }
+  SetSimdLevel(level);
+  const int64_t target = attention_impl::highway::ActiveTarget();
+  state.SetLabel(std::string(SimdLevelName(level)) + " " +
+                 (target != 0 ? hwy::TargetName(target) : "portable"));
+  return true;
+}
+
+void SetFlops(benchmark::State& state, int n_q, int head_dim) {
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(n_q) * kKeys * head_dim,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Args: SIMD level, n_q, head_dim.
+void BM_ScoreFp16Keys(benchmark::State& state) {
+  if (!SetLevel(state)) return;
+  const int n_q = static_cast<int>(state.range(1)), hd = static_cast<int>(state.range(2));
+  Data data = MakeData(n_q, hd);
+  for (auto _ : state) {
+    ScoreFp16Keys(data.q.data(), n_q, data.k.data(), hd, kKeys, hd, 0.125f, data.scores.data(),
+                  kKeys);
+    benchmark::DoNotOptimize(data.scores.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, n_q, hd);
+}
+
+void BM_AccumulateFp16Values(benchmark::State& state) {
+  if (!SetLevel(state)) return;
+  const int n_q = static_cast<int>(state.range(1)), hd = static_cast<int>(state.range(2));
+  Data data = MakeData(n_q, hd);
+  for (auto _ : state) {
+    AccumulateFp16Values(data.p.data(), n_q, kKeys, data.v.data(), hd, kKeys, hd, data.out.data());
+    benchmark::DoNotOptimize(data.out.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, n_q, hd);
+}
+
+// MaxOf then ExpShiftSum over one row of 4096 scores (the softmax of one query). Arg: level.
+void BM_Softmax(benchmark::State& state) {
+  if (!SetLevel(state)) return;
+  const Data data = MakeData(1, 64);
+  std::vector<float> scores(kKeys), row(kKeys);
+  for (int64_t j = 0; j < kKeys; ++j) scores[j] = data.q[j % 64] * 8.0f + data.p[j];
+  for (auto _ : state) {
+    row = scores;
+    benchmark::DoNotOptimize(ExpShiftSum(row.data(), kKeys, MaxOf(row.data(), kKeys)));
+  }
+  state.SetItemsProcessed(state.iterations() * kKeys);
+}
+
+void Shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"level", "n_q", "head_dim"});
+  for (const auto& [n_q, hd] : {std::pair{3, 64}, {24, 64}, {4, 256}, {32, 256}}) {
+    for (int level = 0; level <= static_cast<int>(SimdLevel::kAvx512); ++level) {
+      b->Args({level, n_q, hd});
+    }
+  }
+}
+
+BENCHMARK(BM_ScoreFp16Keys)->Apply(Shapes);
+BENCHMARK(BM_AccumulateFp16Values)->Apply(Shapes);
+BENCHMARK(BM_Softmax)->ArgName("level")->DenseRange(0, static_cast<int>(SimdLevel::kAvx512));
+
+}  // namespace
+}  // namespace qevict
+
+BENCHMARK_MAIN();
