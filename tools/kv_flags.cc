@@ -19,6 +19,7 @@ KvConfig KvFlags::Resolve() const {
   }
   c.recovery = ParseRecoveryFidelity(recovery);
   c.score = ParseScoreMode(score);
+  c.score_source = ParseScoreSource(score_source);
   c.print_stats = stats;
   c.Validate();
   return c;
@@ -75,6 +76,11 @@ void AddKvFlags(CLI::App& cmd, KvFlags& f, const KvFlagSet& set) {
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--kv-score", f.score, "importance: cumulative, decay or normalized")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--kv-score-source", f.score_source,
+                 "qevict-zip/kvzip: scores of the first routing step: reconstruction (KVzip), "
+                 "expected-attention or key-norm")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--kv-score-decay", c.score_decay, "decay per query for --kv-score decay")

@@ -16,6 +16,7 @@ struct KvFlags {
   std::string policy = "full";  // the CLI's default is the uncompressed cache
   std::string recovery = "paper";
   std::string score = "cumulative";
+  std::string score_source = "reconstruction";
   double ratio = -1.0;  // --kv-ratio: share of the cache removed (kvpress); < 0: not given
   bool stats = false;
   bool json = false;

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/rope.h"
 #include "util/thread_pool.h"
@@ -125,6 +127,14 @@ class KvCache {
 
   virtual KvStats Stats() const = 0;
   virtual const KvGeometry& geometry() const = 0;
+  // The resident keys (after RoPE) and values of one layer in fp32 as attention sees them, in
+  // attention order, with their positions; keys/values: [tokens][n_kv_heads][head_dim]. For
+  // read-only passes over the cache (reconstruction scoring: engine/reconstruction.h), tests and
+  // diagnostics. Caches that cannot tell throw.
+  virtual void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                          std::vector<int32_t>* positions) const {
+    throw std::logic_error("this KV cache does not expose its contents");
+  }
   virtual int64_t n_tokens() const = 0;  // tokens stored so far in this run
 };
 

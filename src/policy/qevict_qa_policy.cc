@@ -15,6 +15,7 @@
 
 #include "policy/observation_scores.h"
 #include "policy/policies.h"
+#include "policy/snapshot_keys.h"
 #include "policy/tier_fill.h"
 
 namespace qevict {
@@ -31,10 +32,7 @@ class QevictQaPolicy : public Policy {
 
   bool wants_observation() const override { return true; }
 
-  void BeginRun() override {
-    observed_.clear();
-    base_.clear();
-  }
+  void BeginRun() override { keys_by_window_.Clear(); }
 
   void Route(const RoutingContext& context, Plan* plan) override {
     FillRule rule;
@@ -44,25 +42,14 @@ class QevictQaPolicy : public Policy {
     rule.q_share = context.trigger == BatchKind::kPromptChunk ? prefill_q_share_ : q_share_;
     const float bonus = 1.0f + hysteresis_;
     const size_t n_layers = context.layers.size();
-    if (observed_.size() != n_layers) {
-      observed_.assign(n_layers, {});
-      base_.assign(n_layers, {});
-    }
+    keys_by_window_.Reserve(n_layers);
     for (size_t l = 0; l < n_layers; ++l) {
       const LayerBand& band = context.layers[l];
       if (context.trigger != BatchKind::kGenerated && !band.observation.empty()) Observe(band, l);
-      std::vector<float>& observed = observed_[l];
-      std::vector<float>& base = base_[l];
-      for (const BandWindow& w : band.windows) {  // windows newer than the last observation
-        const size_t i = static_cast<size_t>(w.index);
-        if (i >= base.size()) {
-          base.resize(i + 1, 0.0f);
-          observed.resize(i + 1, 0.0f);
-        }
-      }
+      keys_by_window_.Grow(band, l);  // windows newer than the last observation
       RankBand(band.windows,
                [&](const BandWindow& w) {
-                 const float key = observed[w.index] + (w.score - base[w.index]);
+                 const float key = keys_by_window_.Key(l, w);
                  return w.tier == Tier::kFp16 ? key * bonus : key;
                },
                &order_, &keys_);
@@ -75,21 +62,16 @@ class QevictQaPolicy : public Policy {
   // importance, and its decode mass counts from zero (base = its score now, band and recent).
   void Observe(const LayerBand& band, size_t l) {
     int64_t limit = 0;
-    PooledObservationScores(band, kernel_, HeadReduce::kMean, &observed_[l], &limit, &pooled_);
-    std::vector<float>& base = base_[l];
-    base.assign(static_cast<size_t>(limit), 0.0f);
-    for (const BandWindow& w : band.windows) base[w.index] = w.score;
-    for (const BandWindow& w : band.recent) {
-      if (w.index < limit) base[w.index] = w.score;
-    }
+    PooledObservationScores(band, kernel_, HeadReduce::kMean, &observed_, &limit, &pooled_);
+    keys_by_window_.Take(band, l, observed_.data(), limit);
   }
 
   double q_share_;
   double prefill_q_share_;
   float hysteresis_;
   int kernel_;
-  std::vector<std::vector<float>> observed_;  // [layer][window index]
-  std::vector<std::vector<float>> base_;      // [layer][window index]: score at the last prompt end
+  SnapshotKeys keys_by_window_;  // observation at the last prompt end + mass since
+  std::vector<float> observed_;
   std::vector<float> pooled_;
   std::vector<int> order_;
   std::vector<float> keys_;

@@ -1,0 +1,63 @@
+// The ranking key of qevict's variants that replace a window's history with a snapshot taken at
+// a prompt end (qevict-qa: the question's pooled attention; qevict-zip: an external score such as
+// reconstruction): per layer and window index,
+//     key = snapshot (at the last prompt end) + (score now - score at that prompt end),
+// i.e. the snapshot plus the attention mass the window received since. The score is snapshotted
+// for every window the snapshot covers, band and recent alike, so no window carries its earlier
+// mass into the key; windows created later have no snapshot and their key is all their mass.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/routing.h"
+
+namespace qevict {
+
+class SnapshotKeys {
+ public:
+  void Clear() {
+    snapshot_.clear();
+    base_.clear();
+  }
+  // Sizes the per-layer tables (once per run).
+  void Reserve(size_t n_layers) {
+    if (snapshot_.size() != n_layers) {
+      snapshot_.assign(n_layers, {});
+      base_.assign(n_layers, {});
+    }
+  }
+  // A prompt ended: `values` (by window index, first `limit` windows) become the snapshot of
+  // layer l, and every covered window's mass counts from zero.
+  void Take(const LayerBand& band, size_t l, const float* values, int64_t limit) {
+    snapshot_[l].assign(values, values + limit);
+    std::vector<float>& base = base_[l];
+    base.assign(static_cast<size_t>(limit), 0.0f);
+    for (const BandWindow& w : band.windows) {
+      if (w.index < limit) base[w.index] = w.score;
+    }
+    for (const BandWindow& w : band.recent) {
+      if (w.index < limit) base[w.index] = w.score;
+    }
+  }
+  // Makes room for windows newer than the last snapshot (snapshot 0, base 0).
+  void Grow(const LayerBand& band, size_t l) {
+    for (const BandWindow& w : band.windows) {
+      const size_t i = static_cast<size_t>(w.index);
+      if (i >= base_[l].size()) {
+        base_[l].resize(i + 1, 0.0f);
+        snapshot_[l].resize(i + 1, 0.0f);
+      }
+    }
+  }
+  float Key(size_t l, const BandWindow& w) const {
+    return snapshot_[l][w.index] + (w.score - base_[l][w.index]);
+  }
+  std::vector<float>& snapshot(size_t l) { return snapshot_[l]; }
+
+ private:
+  std::vector<std::vector<float>> snapshot_;  // [layer][window index]
+  std::vector<std::vector<float>> base_;      // [layer][window index]: score at the snapshot
+};
+
+}  // namespace qevict
