@@ -68,6 +68,7 @@ int Run(const RunFlags& f) {
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   so.on_prefill_chunk = PrefillProgressLine();
+  ApplyReconstruction(f.kv, *m.tokenizer, text, pool, so);
   Session session(*m.model, pool, so, MakeKvCacheFactory(f.kv));
   if (session.policy_cache() == nullptr && f.kv.policy != "full") {
     std::fprintf(stderr,

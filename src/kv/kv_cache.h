@@ -81,6 +81,9 @@ struct KvStats {
   int64_t reserved_bytes = 0;
   int64_t peak_reserved_bytes = 0;  // max of reserved_bytes over the run
   int64_t compaction_moves = 0;     // blocks moved to return emptied slabs to the OS
+  // Wall time the cache spent computing key-norm / expected-attention window scores
+  // (KvConfig::score_source) at the first prompt end; 0 for every other policy.
+  double prior_seconds = 0.0;
   // Max of reserved_bytes right after each routing step (compaction done): what the cache keeps
   // mapped in its steady state, <= 1.25 x max(budget, floor) + 1 MiB (docs/kv-cache.md, "Memory").
   int64_t routed_reserved_peak_bytes = 0;

@@ -2,6 +2,7 @@
 // its plan, and apply it (evict, demote, promote), returning memory before taking any so the
 // resident bytes move monotonically from before to after.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "kernels/attention.h"
@@ -37,12 +38,15 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   // observation buffer they read is freed).
   if (budget_ && trigger == BatchKind::kPromptEnd && !priors_done_ &&
       policy_->wants_external_scores() && config_.score_source != ScoreSource::kReconstruction) {
+    const auto t0 = std::chrono::steady_clock::now();
     pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
       for (int64_t l = first; l < last; ++l) {
         ComputePriors(static_cast<int>(l), &layers_[l].external);
       }
     });
     priors_done_ = true;
+    stats_.prior_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   if (trigger != BatchKind::kGenerated) ReleaseObservation();
 
