@@ -196,5 +196,67 @@ TEST(ReconstructionModelTest, QevictZipRoutesItsFirstStepByReconstructionAtASmal
   EXPECT_GE(stats.routing_steps, 3);
 }
 
+// The evaluator scores the shared prefix once and forks it (instance_runner.cc): a fork of a
+// scored prefix must be where a cache that read the prompt itself and was scored before its
+// routing step is -- tiers, tokens and logits.
+TEST(ReconstructionModelTest, AForkOfAScoredPrefixEqualsACacheScoredWhileReadingThePrompt) {
+  const LoadedModel* model = testing::ReferenceModel();
+  ASSERT_NE(model, nullptr) << testing::ReferenceModelPath();
+  ThreadPool pool(2);
+  const std::string context = Facts(30);
+  const std::vector<int32_t> prompt = model->EncodeRaw(context);
+  const std::vector<int32_t> ctx = model->tokenizer->Encode(context, false, false);
+  const std::vector<int32_t> repeat = RepeatPromptTokens(*model->tokenizer);
+  const int64_t n_new = 12;
+  SessionOptions options;
+  options.n_ctx = static_cast<int64_t>(prompt.size()) + n_new;
+  options.prefill_chunk = 256;
+  KvConfig base;
+  base.prefill_chunk = 0;
+  Session prefix(*model->model, pool, options, [&](const KvGeometry& g, const Rope& r) {
+    return std::unique_ptr<KvCache>(CreatePrefixCache(base, g, r));
+  });
+  prefix.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
+  const std::span<const float> first = prefix.Prefill(prompt);
+  const std::vector<float> prefix_logits(first.begin(), first.end());
+  ScoreByReconstruction(prefix, repeat, ctx, 128, pool);
+  for (const char* policy : {"qevict-zip", "kvzip"}) {
+    SCOPED_TRACE(policy);
+    KvConfig config = base;
+    config.policy = policy;
+    config.budget = 0.1;
+    Session forked(prefix, [&](const KvCache& p, const Rope& r) {
+      return ForkKvCache(dynamic_cast<const TieredCache&>(p), config, r, pool);
+    });
+    SessionOptions own_options = options;
+    own_options.before_prompt_end = [&](Session& s) {
+      ScoreByReconstruction(s, repeat, ctx, 128, pool);
+    };
+    Session own(*model->model, pool, own_options,
+                [&](const KvGeometry& g, const Rope& r) { return CreateKvCache(config, g, r); });
+    own.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
+    std::span<const float> lo = own.Prefill(prompt);
+    std::span<const float> lf = prefix_logits;
+    const auto& a = dynamic_cast<const TieredCache&>(*own.policy_cache());
+    const auto& b = dynamic_cast<const TieredCache&>(*forked.policy_cache());
+    EXPECT_GT(a.Stats().evictions, 0);
+    for (int l = 0; l < a.geometry().n_layers; ++l) {
+      const WindowView va = a.View(l), vb = b.View(l);
+      ASSERT_EQ(va.windows.size(), vb.windows.size());
+      for (size_t j = 0; j < va.windows.size(); ++j) {
+        EXPECT_EQ(va.windows[j].tier, vb.windows[j].tier) << "layer " << l << " window " << j;
+      }
+    }
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_EQ(std::memcmp(lo.data(), lf.data(), lo.size() * sizeof(float)), 0) << "step " << i;
+      const int32_t token = Sampler::Argmax(lo);
+      lo = own.Decode(token);
+      lf = forked.Decode(token);
+    }
+    EXPECT_EQ(a.Stats().evictions, b.Stats().evictions);
+    EXPECT_EQ(a.Stats().promotions, b.Stats().promotions);
+  }
+}
+
 }  // namespace
 }  // namespace qevict
