@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kv/routing.h"
+#include "policy/qevict_fill.h"
 
 namespace qevict {
 
@@ -58,6 +59,37 @@ class SnapshotKeys {
  private:
   std::vector<std::vector<float>> snapshot_;  // [layer][window index]
   std::vector<std::vector<float>> base_;      // [layer][window index]: score at the snapshot
+};
+
+// qevict's tiers (qevict_fill.h) ranked by SnapshotKeys; a subclass says when and what to
+// snapshot (qevict-qa: the question's pooled attention at every prompt end; qevict-zip: the
+// external score at the first prompt end).
+class SnapshotQevictPolicy : public Policy {
+ public:
+  explicit SnapshotQevictPolicy(const KvConfig& config) : fill_(config) {}
+
+  bool quantizes() const override { return true; }
+  void BeginRun() override { keys_.Clear(); }
+  void Route(const RoutingContext& context, Plan* plan) override {
+    const size_t n_layers = context.layers.size();
+    keys_.Reserve(n_layers);
+    for (size_t l = 0; l < n_layers; ++l) {
+      const LayerBand& band = context.layers[l];
+      Snapshot(context, band, l, &keys_);
+      keys_.Grow(band, l);  // windows newer than the last snapshot
+      fill_.Layer(context, static_cast<int>(l),
+                  [&](const BandWindow& w) { return keys_.Key(l, w); }, plan);
+    }
+  }
+
+ protected:
+  // Called for every layer at every routing step, before the ranking: may Take a snapshot.
+  virtual void Snapshot(const RoutingContext& context, const LayerBand& band, size_t l,
+                        SnapshotKeys* keys) = 0;
+
+ private:
+  QevictFill fill_;
+  SnapshotKeys keys_;
 };
 
 }  // namespace qevict
