@@ -6,5 +6,6 @@
 #include "fuzz/targets/chat_template.h"
 #include "fuzz/targets/gguf.h"
 #include "fuzz/targets/http_request.h"
+#include "fuzz/targets/kv_state.h"
 #include "fuzz/targets/task_file.h"
 #include "fuzz/targets/tokenizer.h"

@@ -18,7 +18,11 @@
 #
 # The machine may be shared: before each timed command the script waits (up to QUIET_WAIT
 # seconds) for a second in which at least QUIET_IDLE of the CPU time was idle, and it records
-# how much CPU each command actually got (GNU time's %P), which the page reports per engine.
+# how much CPU each command actually got (GNU time's %P) and the load average before it, which
+# the page reports per engine. Before anything is timed, the 1-minute load average must fall
+# below QUIET_LOAD (default: a quarter of the cores, 0.5 on 2) within QUIET_START seconds (600);
+# otherwise the script refuses to write the page, unless BUSY_OK=1, which writes it marked
+# unreliable at the top.
 #
 # Environment: BIN (default build/qevict), MODEL, THREADS (2), CTX (512,4096), GEN (64), REPS (2),
 # ROUNDS (3), QUIET_WAIT (30), QUIET_IDLE (0.75), KV_CTX (4096,8192), KV_POLICIES (qevict; comma list, or "all" for every policy
@@ -41,6 +45,9 @@ REPS=${REPS:-2}
 ROUNDS=${ROUNDS:-3}
 QUIET_WAIT=${QUIET_WAIT:-30}
 QUIET_IDLE=${QUIET_IDLE:-0.75}
+QUIET_LOAD=${QUIET_LOAD:-$(python3 -c "import os; print(os.cpu_count() / 4)")}
+QUIET_START=${QUIET_START:-600}
+BUSY_OK=${BUSY_OK:-0}
 KV_CTX=${KV_CTX:-4096,8192}
 KV_BUDGETS=${KV_BUDGETS:-0.05,0.1,0.2}
 KV_POLICIES=${KV_POLICIES:-qevict}
@@ -110,6 +117,12 @@ run_timed() {
     echo "0 0%" >"$res"
   fi
   echo "idle_before $idle" >>"$res"
+  echo "load_before $(cut -d' ' -f1 /proc/loadavg)" >>"$res"
+}
+
+# The 1-minute load average is below QUIET_LOAD now.
+load_quiet() {
+  python3 -c "import sys; sys.exit(0 if float(open('/proc/loadavg').read().split()[0]) < $QUIET_LOAD else 1)"
 }
 
 LLAMA_BENCH=""
@@ -141,6 +154,21 @@ speed() {
   done
 }
 
+# A busy machine gives figures nobody should quote: wait for it to calm down, then refuse.
+waited=0
+until load_quiet; do
+  if [ "$waited" -ge "$QUIET_START" ]; then
+    if [ "$BUSY_OK" = 1 ]; then
+      log "load average $(cut -d' ' -f1 /proc/loadavg) >= $QUIET_LOAD: measuring anyway (BUSY_OK=1); the page will be marked unreliable"
+      break
+    fi
+    log "the machine is busy: load average $(cut -d' ' -f1 /proc/loadavg) >= $QUIET_LOAD after ${QUIET_START} s of waiting; $OUT not written. Rerun when it is quiet, or with BUSY_OK=1 for a page marked unreliable"
+    exit 1
+  fi
+  [ "$waited" -eq 0 ] && log "waiting for the load average to fall below $QUIET_LOAD (up to ${QUIET_START} s)"
+  sleep 10
+  waited=$((waited + 10))
+done
 [ -f "$WORK/loadavg_start.txt" ] || cat /proc/loadavg >"$WORK/loadavg_start.txt"
 IFS=, read -r -a ctx_list <<<"$CTX"
 if stage speed; then speed speed llama "$THREADS" "$CTX"; fi
@@ -253,7 +281,7 @@ json.dump({
     "qevict_commit": sh("git rev-parse --short HEAD") + (" (uncommitted changes)" if sh("git --no-optional-locks status --porcelain --untracked-files=no") else ""),
     "bin": "$BIN", "model": "$MODEL", "threads": $THREADS, "gen": $GEN, "reps": $REPS,
     "rounds": $ROUNDS, "ctx": "$CTX", "ctx1": "$CTX1", "quiet_idle": $QUIET_IDLE,
-    "quiet_wait": $QUIET_WAIT, "kv_ctx": "$KV_CTX", "kv_budgets": "$KV_BUDGETS",
+    "quiet_wait": $QUIET_WAIT, "quiet_load": $QUIET_LOAD, "kv_ctx": "$KV_CTX", "kv_budgets": "$KV_BUDGETS",
     "kv_reps": $KV_REPS, "mem_ctx": "$MEM_CTX", "mem_budgets": "$MEM_BUDGETS",
     "mem_gen": $MEM_GEN,
     "llama_bench": "$LLAMA_BENCH",

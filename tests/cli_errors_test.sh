@@ -15,8 +15,9 @@ expect_clean_failure() {
   local err rc
   err=$("$@" 2>&1 >/dev/null)
   rc=$?
-  # 1: qevict::Error; 2 and 105-109: CLI11's parse errors (105: a value its check refuses).
-  if [ $rc -ne 1 ] && [ $rc -ne 2 ] && [ $rc -ne 105 ] && [ $rc -ne 106 ] && [ $rc -ne 109 ]; then
+  # 1: qevict::Error; 2 and 105-109: CLI11's parse errors (105: a value its check refuses,
+  # 107/108: a flag that needs or excludes another).
+  if [ $rc -ne 1 ] && [ $rc -ne 2 ] && { [ $rc -lt 105 ] || [ $rc -gt 109 ]; }; then
     echo "FAIL $name: exit code $rc (want a clean error exit); stderr: $err"
     failures=$((failures + 1))
   elif [ -n "$want" ] && ! grep -qiF -- "$want" <<<"$err"; then
@@ -28,7 +29,17 @@ expect_clean_failure() {
 }
 
 expect_clean_failure missing_model "cannot open" "$BIN" info -m /nonexistent/model.gguf
+expect_clean_failure missing_model_fix "run \`make setup\` (or scripts/fetch_model.sh)" \
+  "$BIN" info -m /nonexistent/model.gguf
 expect_clean_failure directory_model "not a regular file" "$BIN" info -m "$ROOT"
+expect_clean_failure directory_model_fix "give -m one .gguf file in it" "$BIN" info -m "$ROOT"
+# Every message says what to do: a damaged file, a GGUF that is not a model qevict runs.
+expect_clean_failure bad_gguf_fix "if it should be a model, re-download it" \
+  "$BIN" info -m "$ROOT/tests/fixtures/gguf/bad_magic.gguf"
+expect_clean_failure bad_model_fix "as llama.cpp's converter writes them" \
+  "$BIN" info -m "$ROOT/tests/fixtures/gguf/semantic/missing_tensor.gguf"
+expect_clean_failure bad_model_names_file "model '$ROOT/tests/fixtures/gguf/semantic/missing_tensor.gguf'" \
+  "$BIN" info -m "$ROOT/tests/fixtures/gguf/semantic/missing_tensor.gguf"
 expect_clean_failure no_subcommand "" "$BIN"
 expect_clean_failure unknown_flag "" "$BIN" run -m "$MODEL" -p hi --no-such-flag
 
@@ -72,8 +83,32 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure prompt_and_file "exactly one" "$BIN" run -m "$MODEL" -p a -f /etc/hostname
   expect_clean_failure missing_prompt_file "cannot read" "$BIN" run -m "$MODEL" -f /nonexistent
   expect_clean_failure context_too_long "exceed the context" "$BIN" run -m "$MODEL" -p hi -n 9000
-  expect_clean_failure negative_n "" "$BIN" run -m "$MODEL" -p hi -n -5
-  expect_clean_failure bad_top_p "top-p" "$BIN" run -m "$MODEL" -p hi --temp 1 --top-p 0
+  expect_clean_failure no_prompt "no prompt: give -p PROMPT or -f FILE" "$BIN" run -m "$MODEL"
+  expect_clean_failure missing_prompt_file_fix "check the path given to -f" \
+    "$BIN" run -m "$MODEL" -f /nonexistent
+  expect_clean_failure negative_n "-n -5: give the tokens to generate (>= 0), or -1" \
+    "$BIN" run -m "$MODEL" -p hi -n -5
+  expect_clean_failure bad_top_p "--top-p 0: must be in (0, 1] (1 turns it off)" \
+    "$BIN" run -m "$MODEL" -p hi --temp 1 --top-p 0
+  expect_clean_failure bad_temp "--temp -1: the temperature must be a number >= 0" \
+    "$BIN" run -m "$MODEL" -p hi --temp -1
+  expect_clean_failure bad_min_p "--min-p 2: must be in [0, 1]" "$BIN" run -m "$MODEL" -p hi --min-p 2
+  expect_clean_failure bad_repeat_penalty "--repeat-penalty 0: must be finite and non-zero (1 turns it off" \
+    "$BIN" run -m "$MODEL" -p hi --repeat-penalty 0
+  expect_clean_failure bad_repeat_last_n "--repeat-last-n -2: must be >= 0, or -1 for every token" \
+    "$BIN" run -m "$MODEL" -p hi --repeat-last-n -2
+  expect_clean_failure bad_kv_ratio "--kv-ratio 1: must be in [0, 1)" \
+    "$BIN" run -m "$MODEL" -p hi --kv-policy qevict --kv-ratio 1
+  # qevict bench and serve: flags named with their value and the accepted range.
+  expect_clean_failure bench_bad_ctx "--ctx '512,x': give positive token counts" \
+    "$BIN" bench -m "$MODEL" --ctx 512,x
+  expect_clean_failure bench_bad_gen "--gen 0: give >= 1" "$BIN" bench -m "$MODEL" --gen 0
+  expect_clean_failure serve_bad_slots "--slots: Value 0 not in range 1 to 256" \
+    "$BIN" serve -m "$MODEL" --slots 0
+  expect_clean_failure serve_bad_threads "-t -1: give a thread count >= 1, or 0 for every core" \
+    "$BIN" serve -m "$MODEL" -t -1
+  expect_clean_failure serve_bad_max_body "--max-body 10: give at least 1024 bytes" \
+    "$BIN" serve -m "$MODEL" --max-body 10
   # --chat-template: a name or a recognized Jinja file, else a clear error.
   expect_clean_failure chat_template_name "neither a template name" "$BIN" run -m "$MODEL" -p hi --chat --chat-template vicuna
   expect_clean_failure chat_template_file "not one qevict can render" "$BIN" run -m "$MODEL" -p hi --chat --chat-template /etc/hostname
@@ -85,21 +120,27 @@ if [ -f "$MODEL" ]; then
   fi
   # qevict chat: a missing document, no room to answer, a conversation beyond the context.
   expect_clean_failure chat_missing_document "cannot read" "$BIN" chat -m "$MODEL" -f /nonexistent
-  expect_clean_failure chat_zero_n "-n must be" "$BIN" chat -m "$MODEL" -n 0 </dev/null
+  expect_clean_failure chat_zero_n "-n 0: -n must be >= 1 for chat" "$BIN" chat -m "$MODEL" -n 0 </dev/null
   expect_clean_failure chat_context_full "start a new chat" \
     bash -c 'echo hello | "$0" chat -m "$1" -c 64 -n 60 --temp 0' "$BIN" "$MODEL"
   # qevict eval: a missing or empty task file, bad grids; malformed lines alone are skipped.
   out=$(mktemp -d)
-  expect_clean_failure eval_missing_tasks "does not exist" "$BIN" eval -m "$MODEL" --tasks /nonexistent.jsonl --out "$out"
+  expect_clean_failure eval_missing_tasks "does not exist: check the path given to --tasks" \
+    "$BIN" eval -m "$MODEL" --tasks /nonexistent.jsonl --out "$out"
   expect_clean_failure eval_no_valid_task "no valid task" "$BIN" eval -m "$MODEL" --no-progress \
     --tasks <(grep -v '"turns": \[{' "$ROOT/tests/fixtures/tasks/malformed.jsonl") --out "$out"
-  expect_clean_failure eval_bad_budget "outside (0, 1]" "$BIN" eval -m "$MODEL" --budgets 2 --out "$out"
+  expect_clean_failure eval_no_valid_task_fix "fix them as docs/evaluation.md" "$BIN" eval \
+    -m "$MODEL" --no-progress \
+    --tasks <(grep -v '"turns": \[{' "$ROOT/tests/fixtures/tasks/malformed.jsonl") --out "$out"
+  expect_clean_failure eval_bad_budget "outside (0, 1]: give fractions of the fp16 cache" \
+    "$BIN" eval -m "$MODEL" --budgets 2 --out "$out"
   expect_clean_failure eval_bad_policy "nosuch" "$BIN" eval -m "$MODEL" --policies nosuch --out "$out"
   expect_clean_failure eval_bad_task "unknown evaluation task" "$BIN" eval -m "$MODEL" --tasks nosuch --out "$out"
   expect_clean_failure eval_bad_shard "expected K/N" "$BIN" eval -m "$MODEL" --shard 1-2 --out "$out"
-  expect_clean_failure eval_shard_range "need 0 <= K < N" "$BIN" eval -m "$MODEL" --shard 2/2 --out "$out"
+  expect_clean_failure eval_shard_range "need 0 <= K < N, e.g. --shard 0/2" "$BIN" eval -m "$MODEL" --shard 2/2 --out "$out"
   expect_clean_failure eval_kv_policy "--kv-policy" "$BIN" eval -m "$MODEL" --kv-policy qevict --out "$out"
-  expect_clean_failure eval_bad_depth "depth" "$BIN" eval -m "$MODEL" --tasks niah --depths 1.5 --out "$out"
+  expect_clean_failure eval_bad_depth "--depths: needle depth 1.5 is outside [0, 1] (0 the start" \
+    "$BIN" eval -m "$MODEL" --tasks niah --depths 1.5 --out "$out"
   expect_clean_failure eval_bad_prompt_style "prompt-style" "$BIN" eval -m "$MODEL" --prompt-style raw --out "$out"
   expect_clean_failure eval_bad_protocol "--protocol" "$BIN" eval -m "$MODEL" --protocol context --out "$out"
   expect_clean_failure eval_bad_scorer "--scorer" "$BIN" eval -m "$MODEL" --scorer em --out "$out"
@@ -118,6 +159,27 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure eval_resume_bad_row "$out/rows.jsonl:1: not JSON" \
     "$BIN" eval -m "$MODEL" --no-progress --resume --out "$out"
   rm -rf "$out"
+fi
+
+# --prompt-cache: flags that need it, and files that are not a prompt cache of this model and
+# these options (each refused with what to do, nothing overwritten).
+if [ -f "$MODEL" ]; then
+  pc=$(mktemp -d)
+  expect_clean_failure prompt_cache_ro_alone "--prompt-cache" \
+    "$BIN" run -m "$MODEL" -p hi --prompt-cache-ro
+  printf 'not a cache' >"$pc/garbage.qpc"
+  expect_clean_failure prompt_cache_not_ours "not a qevict prompt cache" \
+    "$BIN" run -m "$MODEL" -p hi -n 1 --prompt-cache "$pc/garbage.qpc"
+  [ "$(cat "$pc/garbage.qpc")" = "not a cache" ] || { echo "FAIL prompt_cache_not_ours: the file was overwritten"; failures=$((failures + 1)); }
+  "$BIN" run -m "$MODEL" -p "Some text to keep." -n 0 --kv-policy qevict --kv-budget 0.5 \
+    --prompt-cache "$pc/doc.qpc" >/dev/null 2>&1
+  expect_clean_failure prompt_cache_other_options "--kv-policy qevict --kv-budget 0.5" \
+    "$BIN" run -m "$MODEL" -p "Some text to keep. More" -n 1 --prompt-cache "$pc/doc.qpc"
+  head -c 100 "$pc/doc.qpc" >"$pc/short.qpc"
+  expect_clean_failure prompt_cache_truncated "delete the file" \
+    "$BIN" run -m "$MODEL" -p "Some text to keep. More" -n 1 --kv-policy qevict --kv-budget 0.5 \
+    --prompt-cache "$pc/short.qpc"
+  rm -rf "$pc"
 fi
 
 echo "$passes passed, $failures failed"

@@ -25,6 +25,8 @@ SPECIAL = {"--shard": "0/1", "--prefill-mode": "bounded", "--prompt-style": "aut
            "--kv-memory-limit": "512m", "--max-body": "1m", "-o": "/nonexistent-out",
            "--out": "/nonexistent-out", "--ctx": "512", "--policies": "qevict",
            "--tasks": "niah"}
+# Flags that only parse beside another one (CLI11's needs()).
+NEEDS = {"--prompt-cache-all": ["--prompt-cache", "x"], "--prompt-cache-ro": ["--prompt-cache", "x"]}
 FAILED = []
 
 
@@ -38,7 +40,7 @@ def help_options(binary, sub):
     assert out.returncode == 0, out.stderr
     options = []
     for line in out.stdout.splitlines():
-        m = re.match(r"^\s+((?:-\w,)?--[\w-]+(?:,--[\w-]+)*)(?:\s+([A-Z]+)(?:[:\[][^=\s]*)?(?:=(\S+))?)?",
+        m = re.match(r"^\s+((?:-\w,)?--[\w-]+(?:,--[\w-]+)*)(?:\s+([A-Z]+)(?=[\s:\[=]|$)(?:[:\[][^=\s]*)?(?:=(\S+))?)?",
                      line)
         if not m:
             continue
@@ -55,6 +57,7 @@ def check_accepted(binary, sub, names, kind, default):
         args += ["/nonexistent.jsonl"] if sub == "report" else ["-m", "/nonexistent.gguf"]
         if name in ("-m", "--model"):
             continue
+        args += NEEDS.get(name, [])
         if kind is None:
             args.append(name)
         else:

@@ -23,17 +23,6 @@ std::string Document() {
   return text;
 }
 
-GenerateOptions Greedy(int n) {
-  GenerateOptions o;
-  o.max_new_tokens = n;
-  o.sampling.temperature = 0.0f;
-  return o;
-}
-
-KvCacheFactory Factory(const KvConfig& config) {
-  return [config](const KvGeometry& g, const Rope& r) { return CreateKvCache(config, g, r); };
-}
-
 struct TwoTurns {
   std::vector<int32_t> first_prompt, second_prompt;
   GenerateResult first, second;
@@ -51,7 +40,7 @@ TwoTurns RunTwoTurns(const LoadedModel& m, Conversation& c) {
   t.first_prompt = m.EncodeChat(messages, true);
   TurnStart start = c.Prefill(t.first_prompt, 24);
   t.first_reused = start.reused_tokens;
-  t.first = c.Generate(*m.tokenizer, start.logits, Greedy(24));
+  t.first = c.Generate(*m.tokenizer, start.logits, testing::Greedy(24));
   t.after_first = c.session().cache().Stats();
   messages.push_back({"assistant", t.first.text});
   messages.push_back({"user", "And which shelf holds the parcel marked 1033?"});
@@ -59,7 +48,7 @@ TwoTurns RunTwoTurns(const LoadedModel& m, Conversation& c) {
   start = c.Prefill(t.second_prompt, 16);
   t.second_reused = start.reused_tokens;
   t.second_logits.assign(start.logits.begin(), start.logits.end());
-  t.second = c.Generate(*m.tokenizer, start.logits, Greedy(16));
+  t.second = c.Generate(*m.tokenizer, start.logits, testing::Greedy(16));
   t.after_second = c.session().cache().Stats();
   return t;
 }
@@ -105,7 +94,7 @@ TEST(ConversationTest, CompressedCacheCarriesOnAcrossTurns) {
   KvConfig config;
   config.policy = "qevict";
   config.budget = 0.1;
-  Conversation c(*m->model, pool, Options(*m), Factory(config));
+  Conversation c(*m->model, pool, Options(*m), testing::PolicyCacheFactory(config));
   const TwoTurns t = RunTwoTurns(*m, c);
   ASSERT_GT(t.second_reused, 0);
   EXPECT_GE(t.second_reused, static_cast<int64_t>(t.first_prompt.size()));
@@ -128,7 +117,7 @@ TEST(ConversationTest, DivergentPromptStartsOverLikeANewConversation) {
   KvConfig config;
   config.policy = "qevict";
   config.budget = 0.2;
-  Conversation kept(*m->model, pool, Options(*m), Factory(config));
+  Conversation kept(*m->model, pool, Options(*m), testing::PolicyCacheFactory(config));
   RunTwoTurns(*m, kept);
   // The same question about another document: the first message differs, nothing is reusable.
   const std::vector<int32_t> other =
@@ -138,11 +127,11 @@ TEST(ConversationTest, DivergentPromptStartsOverLikeANewConversation) {
   ASSERT_EQ(kept.ReusableTokens(other), 0);
   const TurnStart a = kept.Prefill(other, 16);
   EXPECT_EQ(a.reused_tokens, 0);
-  const GenerateResult from_kept = kept.Generate(*m->tokenizer, a.logits, Greedy(16));
+  const GenerateResult from_kept = kept.Generate(*m->tokenizer, a.logits, testing::Greedy(16));
 
-  Conversation fresh(*m->model, pool, Options(*m), Factory(config));
+  Conversation fresh(*m->model, pool, Options(*m), testing::PolicyCacheFactory(config));
   const TurnStart b = fresh.Prefill(other, 16);
-  const GenerateResult from_fresh = fresh.Generate(*m->tokenizer, b.logits, Greedy(16));
+  const GenerateResult from_fresh = fresh.Generate(*m->tokenizer, b.logits, testing::Greedy(16));
   EXPECT_EQ(from_kept.tokens, from_fresh.tokens);
   EXPECT_EQ(kept.tokens(), fresh.tokens());
   EXPECT_EQ(kept.session().cache().Stats().routing_steps,

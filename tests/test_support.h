@@ -8,8 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "engine/generate.h"
 #include "engine/loaded_model.h"
+#include "engine/session.h"
 #include "kv/full_cache.h"
+#include "policy/registry.h"
 
 namespace qevict::testing {
 
@@ -55,6 +58,19 @@ inline KvCacheFactory FullCacheFactory() {
   return [](const KvGeometry& g, const Rope& r) -> std::unique_ptr<KvCache> {
     return std::make_unique<FullCache>(g, r);
   };
+}
+
+// The cache a policy's options make (policy/registry.h).
+inline KvCacheFactory PolicyCacheFactory(const KvConfig& config) {
+  return [config](const KvGeometry& g, const Rope& r) { return CreateKvCache(config, g, r); };
+}
+
+// Greedy decoding of up to n tokens.
+inline GenerateOptions Greedy(int n) {
+  GenerateOptions o;
+  o.max_new_tokens = n;
+  o.sampling.temperature = 0.0f;
+  return o;
 }
 
 }  // namespace qevict::testing

@@ -61,11 +61,13 @@ std::vector<int64_t> ParseContexts(const std::string& list) {
       used = 0;
     }
     if (used != item.size() || v <= 0) {
-      throw Error("--ctx wants positive token counts separated by commas, got '" + list + "'");
+      throw Error("--ctx '" + list +
+                  "': give positive token counts separated by commas, e.g. "
+                  "--ctx 512,2048,8192");
     }
     out.push_back(v);
   }
-  if (out.empty()) throw Error("--ctx is empty");
+  if (out.empty()) throw Error("--ctx is empty: give token counts, e.g. --ctx 512,2048");
   return out;
 }
 
@@ -117,7 +119,11 @@ class PerfControl {
   explicit PerfControl(const std::string& fifo) {
     if (fifo.empty()) return;
     out_.open(fifo);
-    if (!out_) throw Error("cannot open perf control fifo '" + fifo + "'");
+    if (!out_) {
+      throw Error("cannot open --perf-control fifo '" + fifo +
+                  "': create it with mkfifo and start `perf record -D -1 --control fifo:" + fifo +
+                  "` first");
+    }
   }
   void Send(const char* command) {
     if (out_.is_open()) out_ << command << '\n' << std::flush;
@@ -146,7 +152,8 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
   row.prompt_tokens = std::min(ctx, window - f.gen);
   if (row.prompt_tokens < 1) {
     throw Error("--ctx " + std::to_string(ctx) + " with --gen " + std::to_string(f.gen) +
-                " does not fit the model's window of " + std::to_string(window) + " tokens");
+                " does not fit the model's window of " + std::to_string(window) +
+                " tokens: lower --gen below " + std::to_string(window));
   }
   const std::vector<int32_t> prompt = SyntheticPrompt(m, row.prompt_tokens);
   ResetPeakRss();
@@ -261,9 +268,14 @@ void PrintText(const nlohmann::json& j) {
 
 int Bench(const BenchFlags& f) {
   const std::vector<int64_t> contexts = ParseContexts(f.ctx);
-  if (f.gen < 1) throw Error("--gen must be >= 1");
-  if (f.reps < 1) throw Error("--reps must be >= 1");
-  if (f.bandwidth_mib < 0) throw Error("--bandwidth-mib must be >= 0");
+  if (f.gen < 1) {
+    throw Error("--gen " + std::to_string(f.gen) + ": give >= 1 tokens to decode per context");
+  }
+  if (f.reps < 1) throw Error("--reps " + std::to_string(f.reps) + ": give >= 1 repetitions");
+  if (f.bandwidth_mib < 0) {
+    throw Error("--bandwidth-mib " + std::to_string(f.bandwidth_mib) +
+                ": give >= 0 MiB (0 skips the bandwidth measurement)");
+  }
   LoadedModel m = LoadedModel::Load(f.model);
   ThreadPool pool(f.threads > 0 ? f.threads : ThreadPool::HardwareThreads());
   const double weight_bytes = WeightBytesPerToken(*m.model);

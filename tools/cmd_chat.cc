@@ -63,7 +63,10 @@ void PrintStatus(int turn, int64_t prompt_tokens, const TurnStart& start,
 }
 
 int Chat(const ChatFlags& f) {
-  if (f.n_predict < 1) throw Error("-n must be >= 1 (tokens per answer)");
+  if (f.n_predict < 1) {
+    throw Error("-n " + std::to_string(f.n_predict) +
+                ": -n must be >= 1 for chat (the most tokens per answer)");
+  }
   const std::string document = f.document.empty() ? "" : ReadTextFile(f.document, "document");
   LoadedModel m = LoadedModel::Load(f.model);
   if (!f.chat_template.empty()) m.OverrideChatTemplate(f.chat_template);
@@ -117,6 +120,7 @@ int Chat(const ChatFlags& f) {
     GenerateOptions go;
     go.max_new_tokens = f.n_predict;
     go.sampling = f.sampling.Options(static_cast<uint64_t>(turn - 1));
+    go.seen_tokens = prompt;  // the whole conversation, as the penalties' window sees it
     go.stop = f.sampling.stop;
     go.on_text = [](std::string_view t) {
       std::fwrite(t.data(), 1, t.size(), stdout);

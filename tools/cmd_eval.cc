@@ -61,7 +61,9 @@ int Eval(const EvalFlags& f) {
     o.tasks_file = f.tasks;
   } else {
     o.grid.tasks = SplitList(f.tasks);
-    if (o.grid.tasks.empty()) throw Error("--tasks: give task names or a task file");
+    if (o.grid.tasks.empty()) {
+      throw Error("--tasks is empty: give task names (e.g. niah,drift) or a .jsonl task file");
+    }
   }
   o.grid.lengths = f.lengths;
   o.grid.depths = f.depths;
@@ -78,7 +80,7 @@ int Eval(const EvalFlags& f) {
         throw std::invalid_argument("trailing text");
       }
     } catch (const std::exception&) {
-      throw Error("--shard: expected K/N (e.g. 0/2), got '" + f.shard + "'");
+      throw Error("--shard '" + f.shard + "': expected K/N, shard K of N (e.g. 0/2)");
     }
   }
   o.settings.policies = f.policies.empty() ? PolicyNames() : SplitList(f.policies);

@@ -1,8 +1,10 @@
 // `qevict run`: generate text from a prompt, streaming it to stdout; timings to stderr.
 #include <cstdio>
 
+#include "engine/conversation.h"
 #include "engine/generate.h"
 #include "engine/loaded_model.h"
+#include "engine/prompt_cache.h"
 #include "tools/commands.h"
 #include "tools/generation_flags.h"
 #include "tools/kv_flags.h"
@@ -24,13 +26,61 @@ struct RunFlags {
   int64_t ctx = 0;
   int batch = 256;
   KvFlags kv;
+  std::string prompt_cache;
+  bool prompt_cache_all = false;
+  bool prompt_cache_ro = false;
 };
+
+// --prompt-cache: restores the saved conversation when the prompt starts with its tokens, and
+// says on stderr what it did. Returns the key the cache is saved under.
+PromptCacheKey RestorePromptCache(const RunFlags& f, const std::vector<int32_t>& prompt,
+                                  Conversation& conversation) {
+  PromptCacheKey key = MakePromptCacheKey(f.model, f.kv.Resolve());
+  std::optional<PromptCacheFile> file = PromptCacheFile::Open(f.prompt_cache, key);
+  if (!file) {
+    std::fprintf(stderr, "prompt cache: '%s' does not exist yet%s\n", f.prompt_cache.c_str(),
+                 f.prompt_cache_ro ? " (read-only: nothing will be saved)"
+                                   : "; it will be created");
+    return key;
+  }
+  const std::vector<int32_t>& saved = file->tokens();
+  const bool prefix = saved.size() <= prompt.size() &&
+                      std::equal(saved.begin(), saved.end(), prompt.begin());
+  if (!prefix) {
+    const size_t common =
+        std::mismatch(saved.begin(), saved.end(), prompt.begin(), prompt.end()).first -
+        saved.begin();
+    std::fprintf(stderr,
+                 "prompt cache: '%s' holds %zu tokens that this prompt does not start with (%zu "
+                 "in common; a compressed cache cannot be cut back); reading the prompt from the "
+                 "start%s\n",
+                 f.prompt_cache.c_str(), saved.size(), common,
+                 f.prompt_cache_ro ? "" : " and saving it over the file");
+    return key;
+  }
+  file->RestoreInto(conversation);
+  std::fprintf(stderr, "prompt cache: %zu of the prompt's %zu tokens read from '%s'\n",
+               saved.size(), prompt.size(), f.prompt_cache.c_str());
+  return key;
+}
+
+void SaveRunPromptCache(const RunFlags& f, const PromptCacheKey& key,
+                        const Conversation& conversation) {
+  const int64_t bytes = SavePromptCache(f.prompt_cache, key, conversation);
+  std::fprintf(stderr, "prompt cache: %zu tokens saved to '%s' (%.2f MiB)\n",
+               conversation.tokens().size(), f.prompt_cache.c_str(),
+               static_cast<double>(bytes) / (1 << 20));
+}
 
 int Run(const RunFlags& f) {
   if (f.prompt.empty() == f.prompt_file.empty()) {
-    throw Error("give exactly one of -p PROMPT or -f FILE");
+    throw Error(f.prompt.empty() ? "no prompt: give -p PROMPT or -f FILE"
+                                 : "give exactly one of -p PROMPT or -f FILE, not both");
   }
-  if (f.n_predict < -1) throw Error("-n must be >= 0, or -1 (until the context is full)");
+  if (f.n_predict < -1) {
+    throw Error("-n " + std::to_string(f.n_predict) +
+                ": give the tokens to generate (>= 0), or -1 to fill the context");
+  }
   const std::string text = f.prompt_file.empty() ? f.prompt : ReadTextFile(f.prompt_file, "prompt file");
   LoadedModel m = LoadedModel::Load(f.model);
   if (!f.chat_template.empty()) m.OverrideChatTemplate(f.chat_template);
@@ -43,7 +93,7 @@ int Run(const RunFlags& f) {
   } else {
     tokens = m.EncodeRaw(text);
   }
-  if (tokens.empty()) throw Error("the prompt encodes to no tokens");
+  if (tokens.empty()) throw Error("the prompt encodes to no tokens: give a non-empty -p or -f");
   const int64_t limit = m.model->config().context_length;
   const int64_t context = f.ctx > 0 ? std::min(f.ctx, limit) : limit;
   const int64_t prompt = static_cast<int64_t>(tokens.size());
@@ -69,36 +119,54 @@ int Run(const RunFlags& f) {
   ApplyPrefillChunk(f.kv, so);
   so.on_prefill_chunk = PrefillProgressLine();
   ApplyReconstruction(f.kv, *m.tokenizer, text, pool, so);
-  Session session(*m.model, pool, so, MakeKvCacheFactory(f.kv));
+  Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
+  Session& session = conversation.session();
   if (session.policy_cache() == nullptr && f.kv.policy != "full") {
     std::fprintf(stderr,
                  "warning: every layer of this model is a sliding-window layer of %d tokens: the "
                  "cache holds only the windows, and --kv-policy %s has nothing to compress\n",
                  m.model->config().sliding_window, f.kv.policy.c_str());
   }
-  session.BeginRun(prompt, n_predict);
-  std::span<const float> logits = session.Prefill(tokens);
+  std::optional<PromptCacheKey> cache_key;
+  if (!f.prompt_cache.empty()) cache_key = RestorePromptCache(f, tokens, conversation);
+  const TurnStart turn = conversation.Prefill(tokens, n_predict);
+  std::span<const float> logits = turn.logits;
+  // llama.cpp's default: the prompt is saved (when there was anything new to save); with
+  // --prompt-cache-all the generated tokens too, after generation.
+  if (cache_key && !f.prompt_cache_ro && !f.prompt_cache_all && turn.reused_tokens < prompt) {
+    SaveRunPromptCache(f, *cache_key, conversation);
+  }
   // An impossible budget is said, whatever --kv-stats: the cache keeps its floor instead.
   bool warned = WarnIfInfeasible(session.cache().Stats());
 
   GenerateOptions go;
   go.max_new_tokens = static_cast<int>(n_predict);
   go.sampling = f.sampling.Options();
+  go.seen_tokens = tokens;
   go.stop = f.sampling.stop;
   go.on_text = [](std::string_view t) {
     std::fwrite(t.data(), 1, t.size(), stdout);
     std::fflush(stdout);
     return true;
   };
-  GenerateResult result = Generate(session, *m.tokenizer, logits, go);
+  GenerateResult result = conversation.Generate(*m.tokenizer, logits, go);
   std::fputc('\n', stdout);
   std::fflush(stdout);
+  if (cache_key && !f.prompt_cache_ro && f.prompt_cache_all) {
+    SaveRunPromptCache(f, *cache_key, conversation);
+  }
 
   const SessionTimings& t = session.timings();
+  const std::string from_cache =
+      turn.reused_tokens > 0
+          ? " (+" + std::to_string(turn.reused_tokens) + " from the prompt cache)"
+          : "";
   std::fprintf(stderr,
-               "\nprompt: %lld tokens in %.2f s (%.1f tok/s) | generated: %zu tokens, %lld "
+               "\nprompt: %lld tokens%s in %.2f s (%.1f tok/s) | generated: %zu tokens, %lld "
                "decode steps in %.2f s (%.1f tok/s) | threads %d | finish: %s\n",
-               static_cast<long long>(t.prompt_tokens), t.prompt_seconds,
+               static_cast<long long>(t.prompt_tokens),
+               from_cache.c_str(),
+               t.prompt_seconds,
                t.prompt_seconds > 0 ? t.prompt_tokens / t.prompt_seconds : 0.0,
                result.tokens.size(), static_cast<long long>(t.generated_tokens),
                t.generate_seconds,
@@ -128,6 +196,16 @@ std::function<int()> RegisterRun(CLI::App& app) {
   cmd->add_option("-c,--ctx,--ctx-size", flags->ctx,
                   "context size (default: prompt + n-predict; with -n -1 the model's)");
   AddKvFlags(*cmd, flags->kv, {true, true, kStatsJsonHelp});
+  CLI::Option* cache = cmd->add_option("--prompt-cache", flags->prompt_cache,
+                  "file of the compressed KV cache after the prompt: a later run whose prompt "
+                  "starts with the saved tokens (same model and --kv-* options) reads them from "
+                  "it instead of prefilling them");
+  cmd->add_flag("--prompt-cache-all", flags->prompt_cache_all,
+                "save the generated tokens to --prompt-cache too")
+      ->needs(cache);
+  cmd->add_flag("--prompt-cache-ro", flags->prompt_cache_ro,
+                "read --prompt-cache but never write it")
+      ->needs(cache);
   return [flags] { return Run(*flags); };
 }
 

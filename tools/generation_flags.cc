@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -38,19 +40,19 @@ void AddSamplingFlags(CLI::App& cmd, SamplingFlags& flags, const std::string& se
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--repeat-penalty", flags.repeat_penalty,
-                 "divide the logits of recently generated tokens by this (1: off)")
+                 "divide the logits of the tokens in the --repeat-last-n window by this (1: off)")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--repeat-last-n", flags.repeat_last_n,
-                 "generated tokens the repeat penalty looks back over (-1: all)")
+                 "the penalties' window: last N tokens of prompt + output (-1: all, 0: off)")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--presence-penalty", flags.presence_penalty,
-                 "subtract from the logit of every token generated so far (OpenAI's)")
+                 "subtract from the logit of every token in the --repeat-last-n window")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--frequency-penalty", flags.frequency_penalty,
-                 "subtract per occurrence of a generated token (OpenAI's)")
+                 "subtract per occurrence of a token in the --repeat-last-n window")
       ->capture_default_str()
       ->group(group);
   cmd.add_option("--seed", flags.seed, seed_help)->capture_default_str()->group(group);
@@ -103,7 +105,10 @@ void AddEngineFlags(CLI::App& cmd, std::string& chat_template, int& threads, int
 
 std::string ReadTextFile(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + what + " '" + path + "'");
+  if (!in) {
+    throw Error("cannot read " + what + " '" + path + "': " + std::strerror(errno) +
+                "; check the path given to -f");
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "engine/kv_stats_json.h"
 #include "engine/reconstruction.h"
@@ -16,7 +17,13 @@ KvConfig KvFlags::Resolve() const {
   KvConfig c = config;
   c.policy = policy;
   if (ratio >= 0.0) {
-    if (!(ratio < 1.0)) throw Error("--kv-ratio must be in [0, 1): the share of the cache removed");
+    if (!(ratio < 1.0)) {
+      std::ostringstream value;
+      value << ratio;
+      throw Error("--kv-ratio " + value.str() +
+                  ": must be in [0, 1), the share of the cache removed (--kv-ratio 0.9 is "
+                  "--kv-budget 0.1)");
+    }
     c.budget = 1.0 - ratio;
   }
   c.recovery = ParseRecoveryFidelity(recovery);

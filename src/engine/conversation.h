@@ -28,7 +28,8 @@ class Conversation {
 
   // How many leading tokens of `prompt` the cache holds and can continue from: all it holds
   // when they are a strict prefix of `prompt` (at least one new token is needed for the next
-  // logits), else 0.
+  // logits), or all of `prompt` when it is exactly what a restored state holds (the state
+  // carries the logits after its last token); else 0.
   int64_t ReusableTokens(std::span<const int32_t> prompt) const;
 
   // Feeds `prompt` (the whole conversation so far, rendered) and prepares for up to
@@ -43,12 +44,30 @@ class Conversation {
 
   // The tokens the cache holds, in the order they were fed.
   const std::vector<int32_t>& tokens() const { return tokens_; }
+  // The logits after tokens().back(): empty when unknown (nothing fed, or the session trimmed).
+  std::span<const float> next_logits() const;
+
+  // The conversation between turns, for a prompt cache on disk (engine/prompt_cache.h): its
+  // tokens, the logits after the last one, the session's state. SaveState needs next_logits().
+  // LoadState replaces everything (a conversation built with the same model and KV options);
+  // the next Prefill may then continue from every restored token, the last included. Malformed
+  // state throws Error and leaves the conversation empty.
+  void SaveState(ByteWriter& out) const;
+  // Nothing is reusable any more: the next Prefill starts a new run.
+  void Forget() {
+    tokens_.clear();
+    restored_logits_.clear();
+  }
+  void LoadState(ByteReader& in);
+  // The tokens a saved state holds (read from a copy of the reader; nothing is restored).
+  static std::vector<int32_t> SavedTokens(ByteReader in);
   Session& session() { return session_; }
   const Session& session() const { return session_; }
 
  private:
   Session session_;
   std::vector<int32_t> tokens_;
+  std::vector<float> restored_logits_;  // after tokens_.back(), until the next forward pass
 };
 
 }  // namespace qevict

@@ -55,23 +55,68 @@ std::string Utf8Stream::Flush() {
   return out;
 }
 
+namespace {
+
+// Hands the generated text and the tokens' logprobs out as they are released.
+class Releaser {
+ public:
+  Releaser(const GenerateOptions& options, GenerateResult& result)
+      : options_(options), result_(result) {}
+
+  // A token entered the byte stream with `bytes` bytes of text.
+  void AddToken(size_t bytes) {
+    token_ends_.push_back(token_ends_.empty() ? bytes : token_ends_.back() + bytes);
+  }
+
+  // Releases the text up to `end` and the tokens whose text ends there or before; with `cut`
+  // (a stop string begins at `end`), also those whose text begins before it. False: stop.
+  bool ReleaseUntil(size_t end, bool cut) {
+    size_t tokens = released_tokens_;
+    auto begin = [&](size_t i) { return i == 0 ? size_t{0} : token_ends_[i - 1]; };
+    while (tokens < token_ends_.size() &&
+           (token_ends_[tokens] <= end || (cut && begin(tokens) < end))) {
+      ++tokens;
+    }
+    const std::string_view text =
+        end > emitted_ ? std::string_view(result_.text).substr(emitted_, end - emitted_)
+                       : std::string_view();
+    std::span<const TokenLogprob> logprobs;
+    if (options_.top_logprobs >= 0) {
+      logprobs = std::span<const TokenLogprob>(result_.logprobs)
+                     .subspan(released_tokens_, tokens - released_tokens_);
+    }
+    emitted_ = std::max(emitted_, end);
+    released_tokens_ = tokens;
+    if (options_.on_chunk) {
+      return (text.empty() && logprobs.empty()) || options_.on_chunk(text, logprobs);
+    }
+    return text.empty() || !options_.on_text || options_.on_text(text);
+  }
+
+  // After a stop string: the logprobs of the tokens never released are not the output's.
+  void DropUnreleased() {
+    if (options_.top_logprobs >= 0) result_.logprobs.resize(released_tokens_);
+  }
+
+ private:
+  const GenerateOptions& options_;
+  GenerateResult& result_;
+  std::vector<size_t> token_ends_;  // byte offset where each token's text ends
+  size_t emitted_ = 0;
+  size_t released_tokens_ = 0;
+};
+
+}  // namespace
+
 GenerateResult Generate(Session& session, const Tokenizer& tokenizer, std::span<const float> logits,
                         const GenerateOptions& options) {
   GenerateResult result;
   result.finish_reason = "length";
   Sampler sampler(options.sampling);
+  sampler.Accept(options.seen_tokens);
   Utf8Stream utf8;
   // Text is held back while it could still be the start of a stop string.
-  size_t emitted = 0;
-  auto emit_until = [&](size_t end) {
-    if (end > emitted && options.on_text) {
-      if (!options.on_text(std::string_view(result.text).substr(emitted, end - emitted))) {
-        return false;
-      }
-    }
-    emitted = std::max(emitted, end);
-    return true;
-  };
+  Releaser releaser(options, result);
   for (int i = 0; i < options.max_new_tokens; ++i) {
     const int32_t token = sampler.Sample(logits);
     if (tokenizer.IsEndOfGeneration(token)) {
@@ -82,7 +127,9 @@ GenerateResult Generate(Session& session, const Tokenizer& tokenizer, std::span<
     if (options.top_logprobs >= 0) {
       result.logprobs.push_back(TokenLogprobs(logits, token, options.top_logprobs));
     }
-    result.text += utf8.Push(tokenizer.TokenToPiece(token));
+    const std::string piece = tokenizer.TokenToPiece(token);
+    releaser.AddToken(piece.size());
+    result.text += utf8.Push(piece);
     size_t safe = result.text.size();
     bool stopped = false;
     for (const std::string& stop : options.stop) {
@@ -102,11 +149,12 @@ GenerateResult Generate(Session& session, const Tokenizer& tokenizer, std::span<
         }
       }
     }
-    if (!emit_until(std::min(safe, result.text.size()))) {
+    if (!releaser.ReleaseUntil(std::min(safe, result.text.size()), stopped)) {
       result.finish_reason = "cancelled";
       return result;
     }
     if (stopped) {
+      releaser.DropUnreleased();
       result.finish_reason = "stop";
       return result;
     }
@@ -114,7 +162,7 @@ GenerateResult Generate(Session& session, const Tokenizer& tokenizer, std::span<
     logits = session.Decode(token);
   }
   result.text += utf8.Flush();
-  emit_until(result.text.size());
+  releaser.ReleaseUntil(result.text.size(), /*cut=*/false);
   return result;
 }
 

@@ -29,16 +29,27 @@ struct GenerateOptions {
   int max_new_tokens = 128;
   int top_logprobs = -1;  // >= 0: record each token's logprob and this many alternatives
   SamplerOptions sampling;
+  // The tokens the model has seen before this generation (the prompt; in a conversation, all of
+  // it): the repetition penalties' window starts in them (SamplerOptions::repeat_last_n).
+  std::span<const int32_t> seen_tokens;
   std::vector<std::string> stop;  // stop strings (not included in the output)
   // Called with each chunk of complete UTF-8 text as it is produced; return false to stop.
   std::function<bool(std::string_view text)> on_text;
+  // Instead of on_text when set: each chunk with the logprobs of the tokens it releases (see
+  // GenerateResult::logprobs), called with empty text when a chunk releases logprobs only.
+  std::function<bool(std::string_view text, std::span<const TokenLogprob> logprobs)> on_chunk;
 };
 
 struct GenerateResult {
   std::vector<int32_t> tokens;  // generated ids (end-of-generation token excluded)
   std::string text;
   std::string finish_reason;  // "stop" (EOG or stop string), "length", or "cancelled"
-  std::vector<TokenLogprob> logprobs;  // one per token, with options.top_logprobs >= 0
+  // With options.top_logprobs >= 0: one per token whose text is in `text`, in order. A token is
+  // released with the chunk that releases the end of its text (text held back for a stop string
+  // or an incomplete UTF-8 character waits); at a stop string, a token whose text begins before
+  // the cut is released with the last chunk, and the tokens whose text lies wholly in the stop
+  // string or after it are dropped (they count in `tokens`, not here).
+  std::vector<TokenLogprob> logprobs;
 };
 
 // Continues a session whose prompt has been prefilled; `logits` are those Prefill returned.

@@ -1,5 +1,6 @@
 #include "engine/loaded_model.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -7,14 +8,37 @@
 
 namespace qevict {
 
+namespace {
+
+void CheckModelPath(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) {
+    throw Error("cannot open model file '" + path +
+                "': no such file; give -m the path of a .gguf file, or run `make setup` (or "
+                "scripts/fetch_model.sh) to download the reference models into models/");
+  }
+  if (std::filesystem::is_directory(status)) {
+    throw Error("model path '" + path +
+                "' is a directory, not a regular file: give -m one .gguf file in it");
+  }
+}
+
+}  // namespace
+
 LoadedModel LoadedModel::Load(const std::string& path) {
+  CheckModelPath(path);
   LoadedModel m;
   m.model = TransformerModel::Load(path);
-  m.tokenizer = Tokenizer::FromGguf(m.model->file());
-  if (m.tokenizer->vocab_size() != m.model->config().n_vocab) {
-    throw Error("tokenizer has " + std::to_string(m.tokenizer->vocab_size()) +
-                " tokens but token_embd.weight has " +
-                std::to_string(m.model->config().n_vocab) + " rows");
+  try {
+    m.tokenizer = Tokenizer::FromGguf(m.model->file());
+    if (m.tokenizer->vocab_size() != m.model->config().n_vocab) {
+      throw Error("tokenizer has " + std::to_string(m.tokenizer->vocab_size()) +
+                  " tokens but token_embd.weight has " + std::to_string(m.model->config().n_vocab) +
+                  " rows");
+    }
+  } catch (const Error& e) {
+    throw Error("model '" + path + "': " + e.what() + UnreadableModelFix());
   }
   if (auto tmpl = m.model->file().FindString("tokenizer.chat_template")) {
     m.chat_template_source = std::string(*tmpl);

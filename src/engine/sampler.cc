@@ -2,24 +2,52 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "util/error.h"
 
 namespace qevict {
 
-Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {
+namespace {
+
+std::string Number(float value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(value));
+  return buf;
+}
+
+}  // namespace
+
+// The messages name the CLI flag; the server checks its fields' ranges before a Sampler exists.
+Sampler::Sampler(const SamplerOptions& options)
+    : options_(options), rng_(options.seed), window_(options.repeat_last_n) {
   if (!(options.temperature >= 0.0f) || !std::isfinite(options.temperature)) {
-    throw Error("temperature must be >= 0");
+    throw Error("--temp " + Number(options.temperature) +
+                ": the temperature must be a number >= 0 (0 is greedy, 0.8 the default)");
   }
-  if (!(options.top_p > 0.0f && options.top_p <= 1.0f)) throw Error("top-p must be in (0, 1]");
-  if (!(options.min_p >= 0.0f && options.min_p <= 1.0f)) throw Error("min-p must be in [0, 1]");
+  if (!(options.top_p > 0.0f && options.top_p <= 1.0f)) {
+    throw Error("--top-p " + Number(options.top_p) + ": must be in (0, 1] (1 turns it off)");
+  }
+  if (!(options.min_p >= 0.0f && options.min_p <= 1.0f)) {
+    throw Error("--min-p " + Number(options.min_p) + ": must be in [0, 1] (0 turns it off)");
+  }
   if (!std::isfinite(options.repeat_penalty) || options.repeat_penalty == 0.0f) {
-    throw Error("repeat penalty must be finite and non-zero (1: off)");
+    throw Error("--repeat-penalty " + Number(options.repeat_penalty) +
+                ": must be finite and non-zero (1 turns it off; above 1 discourages repeats)");
+  }
+  if (options.repeat_last_n < -1) {
+    throw Error("--repeat-last-n " + std::to_string(options.repeat_last_n) +
+                ": must be >= 0, or -1 for every token (0 turns the penalties off)");
   }
   if (!std::isfinite(options.presence_penalty) || !std::isfinite(options.frequency_penalty)) {
-    throw Error("presence and frequency penalties must be finite");
+    throw Error(
+        "--presence-penalty / --frequency-penalty must be finite numbers (0 turns them "
+        "off; OpenAI allows -2 to 2)");
   }
 }
+
+void Sampler::Accept(std::span<const int32_t> seen) { window_.PushAll(seen); }
 
 std::span<const float> Sampler::Adjusted(std::span<const float> logits) {
   if (!options_.adjusts_logits()) return logits;
@@ -27,33 +55,13 @@ std::span<const float> Sampler::Adjusted(std::span<const float> logits) {
   for (const auto& [token, bias] : options_.logit_bias) {
     if (token >= 0 && static_cast<size_t>(token) < adjusted_.size()) adjusted_[token] += bias;
   }
-  if (options_.presence_penalty != 0.0f || options_.frequency_penalty != 0.0f) {
-    std::vector<int32_t> seen = generated_;
-    std::sort(seen.begin(), seen.end());
-    for (size_t i = 0; i < seen.size();) {
-      size_t j = i;
-      while (j < seen.size() && seen[j] == seen[i]) ++j;
-      if (static_cast<size_t>(seen[i]) < adjusted_.size()) {
-        adjusted_[seen[i]] -= options_.presence_penalty +
-                              options_.frequency_penalty * static_cast<float>(j - i);
-      }
-      i = j;
-    }
-  }
-  if (options_.repeat_penalty != 1.0f) {
-    const size_t n = generated_.size();
-    const size_t window = options_.repeat_last_n < 0
-                              ? n
-                              : std::min(n, static_cast<size_t>(options_.repeat_last_n));
-    std::vector<int32_t> recent(generated_.end() - static_cast<std::ptrdiff_t>(window),
-                                generated_.end());
-    std::sort(recent.begin(), recent.end());
-    recent.erase(std::unique(recent.begin(), recent.end()), recent.end());
-    for (int32_t token : recent) {
-      if (static_cast<size_t>(token) >= adjusted_.size()) continue;
-      float& l = adjusted_[token];
-      l = l > 0.0f ? l / options_.repeat_penalty : l * options_.repeat_penalty;
-    }
+  if (!options_.penalizes()) return adjusted_;
+  // llama.cpp's order: the repeat penalty scales, then presence and frequency subtract.
+  for (const auto& [token, count] : window_.counts()) {
+    if (token < 0 || static_cast<size_t>(token) >= adjusted_.size()) continue;
+    float& l = adjusted_[token];
+    l = l > 0.0f ? l / options_.repeat_penalty : l * options_.repeat_penalty;
+    l -= options_.presence_penalty + options_.frequency_penalty * static_cast<float>(count);
   }
   return adjusted_;
 }
@@ -87,7 +95,7 @@ int32_t Sampler::SampleFullDistribution(std::span<const float> logits) {
 
 int32_t Sampler::Sample(std::span<const float> logits) {
   const int32_t token = Pick(Adjusted(logits));
-  generated_.push_back(token);
+  window_.Push(token);
   return token;
 }
 

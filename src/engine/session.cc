@@ -72,6 +72,7 @@ const KvCache* Session::policy_cache() const { return PolicyCacheOf(*cache_); }
 
 void Session::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   position_ = 0;  // a new run starts from an empty cache
+  has_logits_ = false;
   CheckRoom(prompt_tokens + max_new_tokens);
   timings_ = {};
   cache_->BeginRun(prompt_tokens, max_new_tokens);
@@ -82,6 +83,24 @@ void Session::ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   cache_->ContinueRun(prompt_tokens, max_new_tokens);
 }
 
+std::span<const float> Session::logits() const {
+  if (!has_logits_ || !scratch_.allocated()) return {};
+  return {scratch_.logits.data(), static_cast<size_t>(model_.config().n_vocab)};
+}
+
+void Session::LoadState(ByteReader& in) {
+  position_ = 0;
+  has_logits_ = false;
+  timings_ = {};
+  try {
+    cache_->LoadState(in);
+  } catch (...) {
+    cache_->BeginRun(0, 0);  // nothing half-restored stays behind
+    throw;
+  }
+  position_ = cache_->n_tokens();
+}
+
 void Session::CheckRoom(int64_t n) const {
   if (position_ + n > options_.n_ctx) {
     throw Error(std::to_string(position_ + n) + " tokens do not fit the context of " +
@@ -90,6 +109,7 @@ void Session::CheckRoom(int64_t n) const {
 }
 
 std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
+  has_logits_ = false;
   QEVICT_CHECK(!tokens.empty());
   CheckRoom(static_cast<int64_t>(tokens.size()));
   if (!scratch_.allocated()) scratch_.Allocate(model_.config());
@@ -114,10 +134,12 @@ std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
   }
   timings_.prompt_tokens += static_cast<int64_t>(tokens.size());
   timings_.prompt_seconds += SecondsSince(t0);
+  has_logits_ = true;
   return {scratch_.logits.data(), static_cast<size_t>(n_vocab)};
 }
 
 std::vector<float> Session::PrefillAllLogits(std::span<const int32_t> tokens) {
+  has_logits_ = false;
   CheckRoom(static_cast<int64_t>(tokens.size()));
   if (!scratch_.allocated()) scratch_.Allocate(model_.config());
   const auto t0 = std::chrono::steady_clock::now();
@@ -139,10 +161,12 @@ std::vector<float> Session::PrefillAllLogits(std::span<const int32_t> tokens) {
   }
   timings_.prompt_tokens += static_cast<int64_t>(tokens.size());
   timings_.prompt_seconds += SecondsSince(t0);
+  has_logits_ = false;
   return all;
 }
 
 std::span<const float> Session::Decode(int32_t token) {
+  has_logits_ = false;
   CheckRoom(1);
   if (!scratch_.allocated()) scratch_.Allocate(model_.config());
   const auto t0 = std::chrono::steady_clock::now();
@@ -153,6 +177,7 @@ std::span<const float> Session::Decode(int32_t token) {
   cache_->EndBatch(BatchKind::kGenerated, *pool_);
   timings_.generated_tokens += 1;
   timings_.generate_seconds += SecondsSince(t0);
+  has_logits_ = true;
   return {scratch_.logits.data(), static_cast<size_t>(model_.config().n_vocab)};
 }
 

@@ -69,6 +69,16 @@ class Session {
   // Feeds one generated token; returns the logits for the next.
   std::span<const float> Decode(int32_t token);
 
+  // The logits after the last token Prefill or Decode fed; empty when the last call was none of
+  // them (a new run, PrefillAllLogits, LoadState) and after Trim().
+  std::span<const float> logits() const;
+
+  // The session's state between batches -- its cache; the position follows from it -- for a
+  // prompt cache on disk (engine/prompt_cache.h). LoadState replaces everything the session
+  // held (a session built with the same model and KV options); malformed state throws Error.
+  void SaveState(ByteWriter& out) const { cache_->SaveState(out); }
+  void LoadState(ByteReader& in);
+
   int64_t position() const { return position_; }
   const KvCache& cache() const { return *cache_; }
   KvCache& cache() { return *cache_; }
@@ -79,7 +89,10 @@ class Session {
   const TransformerModel& model() const { return model_; }
   // Frees the forward pass's scratch buffers until the next Prefill or Decode (a conversation
   // kept between turns holds only its cache).
-  void Trim() { scratch_.Release(); }
+  void Trim() {
+    scratch_.Release();
+    has_logits_ = false;
+  }
   // The threads later calls compute on (a kept conversation resumed on another server slot).
   void set_pool(ThreadPool& pool) { pool_ = &pool; }
 
@@ -93,6 +106,7 @@ class Session {
   std::unique_ptr<KvCache> cache_;
   ForwardScratch scratch_;
   int64_t position_ = 0;
+  bool has_logits_ = false;  // scratch_.logits row 0 follows the last token fed
   std::vector<int32_t> positions_;
   SessionTimings timings_;
 };

@@ -23,7 +23,11 @@ std::string Str(const json& row, const char* key) {
 std::string RowsPath(const std::string& input) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(input, ec)) throw Error("cannot open '" + input + "': no such file or directory");
+  if (!fs::exists(input, ec)) {
+    throw Error("cannot open '" + input +
+                "': no such file or directory; give the --out directory of an eval run or its "
+                "rows.jsonl");
+  }
   if (!fs::is_directory(input, ec)) return input;
   const std::string plain = (fs::path(input) / "rows.jsonl").string();
   const std::string gz = plain + ".gz";
@@ -31,7 +35,10 @@ std::string RowsPath(const std::string& input) {
   if (has_plain && has_gz) {
     throw Error("'" + input + "' holds both rows.jsonl and rows.jsonl.gz: name the one to read");
   }
-  if (!has_plain && !has_gz) throw Error("'" + input + "' holds no rows.jsonl or rows.jsonl.gz");
+  if (!has_plain && !has_gz) {
+    throw Error("'" + input +
+                "' holds no rows.jsonl or rows.jsonl.gz: give the --out directory of an eval run");
+  }
   return has_plain ? plain : gz;
 }
 
@@ -160,7 +167,9 @@ std::vector<json> ReadRowsInput(const std::string& input) {
   const char* message = gzerror(file.get(), &code);
   if (code != Z_OK) throw Error("cannot read '" + path + "': " + message);
   if (!pending.empty()) take_line(pending);
-  if (rows.empty()) throw Error("'" + path + "' holds no row");
+  if (rows.empty()) {
+    throw Error("'" + path + "' holds no row: give the rows.jsonl that `qevict eval` wrote");
+  }
   return rows;
 }
 

@@ -91,9 +91,14 @@ std::string IsoNow() {
 }  // namespace
 
 int RunEval(const EvalOptions& o) {
-  if (o.settings.budgets.empty()) throw Error("--budgets: give at least one budget");
+  if (o.settings.budgets.empty()) {
+    throw Error("--budgets: give at least one budget, e.g. --budgets 0.1,0.3");
+  }
   for (double b : o.settings.budgets) {
-    if (!(b > 0.0 && b <= 1.0)) throw Error("--budgets: " + std::to_string(b) + " is outside (0, 1]");
+    if (!(b > 0.0 && b <= 1.0)) {
+      throw Error("--budgets: " + std::to_string(b) +
+                  " is outside (0, 1]: give fractions of the fp16 cache, e.g. 0.1,0.3");
+    }
   }
   for (const std::string& p : o.settings.policies) {
     ApplyPolicyVariant(o.settings.kv, p);  // names an unknown policy or option
@@ -117,7 +122,11 @@ int RunEval(const EvalOptions& o) {
     }
     file_errors = static_cast<int>(parsed.errors.size());
     tasks = std::move(parsed.tasks);
-    if (tasks.empty()) throw Error("no valid task in '" + o.tasks_file + "'");
+    if (tasks.empty()) {
+      throw Error("no valid task in '" + o.tasks_file +
+                  "': every line was skipped (reasons above); fix them as docs/evaluation.md "
+                  "(\"Task files\") describes");
+    }
   } else {
     tasks = Generate(o, model);
   }
@@ -150,7 +159,7 @@ int RunEval(const EvalOptions& o) {
 
   if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards) {
     throw Error("--shard " + std::to_string(o.shard) + "/" + std::to_string(o.shards) +
-                ": need 0 <= K < N");
+                ": need 0 <= K < N, e.g. --shard 0/2 and --shard 1/2");
   }
   if (o.shards > 1) {  // the block [K*n/N, (K+1)*n/N)
     const size_t n = runnable.size();

@@ -47,7 +47,9 @@ int RunReport(const ReportOptions& o) {
     summary << report.summary.dump(1) << '\n';
     std::ofstream table(table_path, std::ios::trunc);
     table << "<!-- " << o.command_line << " -->\n\n" << report.table;
-    if (!summary || !table) throw Error("cannot write '" + o.out_dir + "'");
+    if (!summary || !table) {
+      throw Error("cannot write '" + o.out_dir + "': give -o a directory you can write to");
+    }
   }
   std::printf("%s", report.table.c_str());
   if (!o.out_dir.empty()) {

@@ -101,6 +101,13 @@ bool HasControl(std::string_view text) {
   return false;
 }
 
+// What a line must hold, said after a missing or empty key.
+constexpr const char* kTaskShape =
+    " (a task is {\"id\": ..., \"context\": ..., \"turns\": [...]}; docs/evaluation.md, "
+    "\"Task files\")";
+constexpr const char* kTurnShape =
+    " (a turn is {\"question\": ..., \"answers\": [...]}; docs/evaluation.md, \"Task files\")";
+
 // nlohmann's parse error without its "[json.exception...] parse error at line 1, column N: "
 // prefix, with the token it quotes ("last read") shortened and escaped.
 std::string JsonErrorMessage(size_t position, const std::string& last_token, const char* what) {
@@ -285,12 +292,12 @@ class TaskLineHandler final : public json::json_sax_t {
   bool end_object() override {
     if (failed()) return true;
     if (scope_.back() == Scope::kTurn) {
-      if (!(turn_seen_ & 1)) return Fail(TurnPath() + ": missing key \"question\"");
-      if (!(turn_seen_ & 2)) return Fail(TurnPath() + ": missing key \"answers\"");
+      if (!(turn_seen_ & 1)) return Fail(TurnPath() + ": missing key \"question\"" + kTurnShape);
+      if (!(turn_seen_ & 2)) return Fail(TurnPath() + ": missing key \"answers\"" + kTurnShape);
     } else {
-      if (!(seen_ & 1)) return Fail("missing key \"id\"");
-      if (!(seen_ & 2)) return Fail("missing key \"context\"");
-      if (!(seen_ & 4)) return Fail("missing key \"turns\"");
+      if (!(seen_ & 1)) return Fail("missing key \"id\"" + std::string(kTaskShape));
+      if (!(seen_ & 2)) return Fail("missing key \"context\"" + std::string(kTaskShape));
+      if (!(seen_ & 4)) return Fail("missing key \"turns\"" + std::string(kTaskShape));
     }
     scope_.pop_back();
     return true;
@@ -305,7 +312,7 @@ class TaskLineHandler final : public json::json_sax_t {
   bool end_array() override {
     if (failed()) return true;
     if (scope_.back() == Scope::kTurns && task_.turns.empty()) {
-      return Fail("turns: must not be empty");
+      return Fail(std::string("turns: must not be empty") + kTurnShape);
     }
     if (scope_.back() == Scope::kAnswers && task_.turns.back().answers.empty()) {
       return Fail(TurnPath() + ".answers: must not be empty");
@@ -503,13 +510,16 @@ TaskFileResult ReadTaskFile(const std::string& path, const TaskFileLimits& limit
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (status.type() == fs::file_type::not_found) {
-    throw Error("task file " + path + " does not exist");
+    throw Error("task file " + path + " does not exist: check the path given to --tasks");
   }
   if (ec) throw Error("cannot read task file " + path + ": " + ec.message());
-  if (fs::is_directory(status)) throw Error("task file " + path + " is a directory");
+  if (fs::is_directory(status)) {
+    throw Error("task file " + path + " is a directory: give --tasks one .jsonl file in it");
+  }
   const auto too_large = [&](uintmax_t size) {
     return Error("task file " + path + " is " + std::to_string(size) +
-                 " bytes, over the limit of " + std::to_string(limits.max_file_bytes));
+                 " bytes, over the limit of " + std::to_string(limits.max_file_bytes) +
+                 ": split it into smaller files and run each");
   };
   const uintmax_t limit = limits.max_file_bytes < 0 ? 0 : limits.max_file_bytes;
   std::string bytes;
@@ -520,7 +530,10 @@ TaskFileResult ReadTaskFile(const std::string& path, const TaskFileLimits& limit
     bytes.reserve(size);
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open task file " + path + ": " + std::strerror(errno));
+  if (!in) {
+    throw Error("cannot open task file " + path + ": " + std::strerror(errno) +
+                "; check its permissions");
+  }
   // Read in chunks and stop past the limit: a pipe or a file that grew has no size to check first.
   std::vector<char> chunk(1 << 20);
   for (;;) {

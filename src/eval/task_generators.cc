@@ -78,7 +78,9 @@ std::string FormatNumber(double v) {
 }
 
 void Validate(const TaskGrid& grid, std::vector<const TaskInfo*>& infos) {
-  if (grid.tasks.empty()) throw Error("no evaluation tasks given (known: " + KnownTasks() + ")");
+  if (grid.tasks.empty()) {
+    throw Error("no evaluation tasks given: list some with --tasks (known: " + KnownTasks() + ")");
+  }
   std::set<std::string> seen;
   bool need_lengths = false, need_depths = false;
   for (const std::string& name : grid.tasks) {
@@ -86,7 +88,9 @@ void Validate(const TaskGrid& grid, std::vector<const TaskInfo*>& infos) {
     if (info == nullptr) {
       throw Error("unknown evaluation task '" + name + "' (known: " + KnownTasks() + ")");
     }
-    if (!seen.insert(name).second) throw Error("evaluation task '" + name + "' listed twice");
+    if (!seen.insert(name).second) {
+      throw Error("--tasks: evaluation task '" + name + "' listed twice; give each once");
+    }
     need_lengths |= info->uses_lengths;
     need_depths |= info->uses_depths;
     infos.push_back(info);
@@ -94,32 +98,37 @@ void Validate(const TaskGrid& grid, std::vector<const TaskInfo*>& infos) {
   std::set<int64_t> lengths;
   for (int64_t length : grid.lengths) {
     if (length < kMinLength || length > kMaxLength) {
-      throw Error("context length " + std::to_string(length) + " is out of range [" +
+      throw Error("--lengths: context length " + std::to_string(length) + " is out of range [" +
                   std::to_string(kMinLength) + ", " + std::to_string(kMaxLength) + "]");
     }
     if (!lengths.insert(length).second) {
-      throw Error("context length " + std::to_string(length) + " listed twice");
+      throw Error("--lengths: context length " + std::to_string(length) +
+                  " listed twice; give each once");
     }
   }
   std::set<std::string> depths;
   for (double depth : grid.depths) {
     if (!(depth >= 0.0 && depth <= 1.0)) {
-      throw Error("needle depth " + FormatNumber(depth) + " is outside [0, 1]");
+      throw Error("--depths: needle depth " + FormatNumber(depth) +
+                  " is outside [0, 1] (0 the start of the context, 1 its end)");
     }
     if (!depths.insert(FormatDepth(depth)).second) {
-      throw Error("needle depth " + FormatDepth(depth) + " listed twice");
+      throw Error("--depths: needle depth " + FormatDepth(depth) + " listed twice; give each once");
     }
   }
   if (grid.samples < 1 || grid.samples > kMaxSamples) {
-    throw Error("samples must be in [1, " + std::to_string(kMaxSamples) + "], got " +
+    throw Error("--samples must be in [1, " + std::to_string(kMaxSamples) + "], got " +
                 std::to_string(grid.samples));
   }
   if (need_lengths && grid.lengths.empty()) {
-    throw Error("no context lengths given (needed by the tasks listed)");
+    throw Error(
+        "no context lengths given (needed by the tasks listed): give --lengths, e.g. "
+        "--lengths 2048,4096");
   }
   if (need_depths && grid.depths.empty()) {
     throw Error(
-        "no needle depths given (needed by passkey, niah, multikey, multivalue and multiquery)");
+        "no needle depths given (needed by passkey, niah, multikey, multivalue and multiquery): "
+        "give --depths, e.g. --depths 0.1,0.5,0.9");
   }
 }
 

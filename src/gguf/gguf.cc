@@ -108,7 +108,9 @@ std::unique_ptr<File> File::Open(const std::string& path) {
   try {
     file->ParseAll();
   } catch (const Error& e) {
-    throw Error("'" + path + "': " + e.what());
+    throw Error("'" + path + "': " + e.what() +
+                "; if it should be a model, re-download it (scripts/fetch_model.sh checks the "
+                "reference models) or re-convert it with llama.cpp's convert_hf_to_gguf.py");
   }
   return file;
 }

@@ -19,6 +19,8 @@ class FullCache : public KvCache {
               ThreadPool& pool) override;
   void EndBatch(BatchKind kind, ThreadPool& pool) override {}
   KvStats Stats() const override;
+  void SaveState(ByteWriter& out) const override;  // kv/cache_state.cc
+  void LoadState(ByteReader& in) override;
   const KvGeometry& geometry() const override { return geo_; }
   int64_t n_tokens() const override { return count_.back(); }
   void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,

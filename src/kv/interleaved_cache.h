@@ -35,6 +35,8 @@ class InterleavedCache : public KvCache {
   void BeginBatch(BatchKind kind) override;
   void EndBatch(BatchKind kind, ThreadPool& pool) override;
   KvStats Stats() const override;
+  void SaveState(ByteWriter& out) const override;  // kv/cache_state.cc
+  void LoadState(ByteReader& in) override;
   const KvGeometry& geometry() const override { return geo_; }
   int64_t n_tokens() const override { return rings_->tokens_seen(); }
   // Model layer `layer`: its ring (oldest first) or the global cache's layer.

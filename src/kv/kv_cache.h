@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/rope.h"
+#include "util/byte_stream.h"
 #include "util/thread_pool.h"
 
 namespace qevict {
@@ -129,6 +130,19 @@ class KvCache {
   virtual void EndBatch(BatchKind kind, ThreadPool& pool) = 0;
 
   virtual KvStats Stats() const = 0;
+
+  // The whole state between batches (after a prompt's end or a generated token), for the prompt
+  // cache on disk (engine/prompt_cache.h). LoadState, on a cache built with the same options and
+  // geometry (any max_tokens that holds the saved tokens), replaces everything it held by what
+  // SaveState wrote: the continuation is the one the saved cache would have had. Positions must
+  // be 0, 1, ... (a session's). Malformed state throws qevict::Error through the reader.
+  virtual void SaveState(ByteWriter& out) const {
+    throw Error("this KV cache cannot be saved to a prompt cache");
+  }
+  virtual void LoadState(ByteReader& in) {
+    throw Error("this KV cache cannot be restored from a prompt cache");
+  }
+
   virtual const KvGeometry& geometry() const = 0;
   // The resident keys (after RoPE) and values of one layer in fp32 as attention sees them, in
   // attention order, with their positions; keys/values: [tokens][n_kv_heads][head_dim]. For

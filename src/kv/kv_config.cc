@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "kv/kv_cache.h"
 #include "util/error.h"
@@ -58,7 +59,8 @@ void KvConfig::Validate() const {
           "--kv-budget-bytes must be a positive number of bytes, got " +
               std::to_string(budget_bytes));
   Require(budget_bytes == -1 || budget == 1.0,
-          "give either --kv-budget or --kv-budget-bytes, not both");
+          "give either --kv-budget (a fraction) or --kv-budget-bytes (a byte cap), not both: "
+          "drop one of them");
   Require(policy != "full" || (budget == 1.0 && budget_bytes == -1),
           "--kv-policy full keeps every token and cannot meet a budget; choose a compressing policy "
           "(e.g. qevict) to use --kv-budget / --kv-budget-bytes");
@@ -174,6 +176,19 @@ const std::vector<KvOptionDoc>& KvOptionDocs() {
       {"--kv-stats", "off", "print cache statistics after a run", false},
   };
   return docs;
+}
+
+std::string KvConfigKey(const KvConfig& c) {
+  std::ostringstream key;
+  key.precision(17);
+  key << c.policy << '|' << c.budget << '|' << c.budget_bytes << '|' << c.window << '|'
+      << c.sinks << '|' << c.recent << '|' << c.bits << '|' << c.value_group << '|'
+      << c.route_every << '|' << c.q_share << '|' << c.prefill_q_share << '|' << c.hysteresis
+      << '|' << c.prefill_chunk << '|' << static_cast<int>(c.score) << '|' << c.score_decay
+      << '|' << static_cast<int>(c.recovery) << '|' << c.query_kernel << '|'
+      << c.cold_store_dir << '|' << c.snapkv_window << '|' << c.snapkv_kernel << '|'
+      << c.pyramid_beta << '|' << c.h2o_recent_share << '|' << c.kivi_group;
+  return key.str();
 }
 
 }  // namespace qevict

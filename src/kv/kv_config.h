@@ -121,6 +121,10 @@ const char* ScoreSourceName(ScoreSource source);
 const char* RecoveryFidelityName(RecoveryFidelity fidelity);
 const char* ScoreModeName(ScoreMode mode);
 
+// Every option that shapes a cache's contents (all but print_stats), as one string: a kept or
+// saved cache continues only under the same key (server/session_store.h, engine/prompt_cache.h).
+std::string KvConfigKey(const KvConfig& config);
+
 // Names of every policy CreateKvCache() accepts, in a fixed order (validated by KvConfig).
 const std::vector<std::string_view>& KnownKvPolicyNames();
 

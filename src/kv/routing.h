@@ -103,6 +103,13 @@ class Policy {
   // The cache refuses kEvicted -> anything and checks the result against the budgets unless the
   // plan is marked infeasible.
   virtual void Route(const RoutingContext& context, Plan* plan) = 0;
+
+  // What the policy remembers between routing steps of a run (beyond its options), saved with
+  // the cache (KvCache::SaveState). A policy that keeps run state must override both; LoadState
+  // follows BeginRun, is told the cache's layer count, and throws qevict::Error (through the
+  // reader) on malformed state.
+  virtual void SaveState(ByteWriter& out) const {}
+  virtual void LoadState(ByteReader& in, int n_layers) {}
 };
 
 }  // namespace qevict

@@ -28,6 +28,9 @@ class SlidingWindowCache {
   SlidingWindowCache(const SlidingWindowCache& other, const Rope& rope);
 
   void Reset();  // a new run
+  // The rings between batches (kv/cache_state.cc): each layer's held tokens, oldest first.
+  void SaveState(ByteWriter& out) const;
+  void LoadState(ByteReader& in);
   // Same contract as KvCache::Store / Attend, with `layer` among the sliding layers. Attend must
   // follow the Store of the same batch.
   void Store(int layer, int n, const int32_t* pos, const float* k, const float* v);

@@ -17,6 +17,7 @@
 //   tiered_attention.cc  attention over the tiers, window mass, the observation buffer;
 //   tiered_routing.cc    routing steps: the policy's plan, applying it, compaction;
 //   tiered_fork.cc       forks of a prefix cache (one prefill, every policy);
+//   tiered_state.cc      the state saved to and restored from a prompt cache file;
 //   window_store.cc      the memory: block pools per block size and the cold store.
 #pragma once
 
@@ -69,6 +70,8 @@ class TieredCache : public KvCache {
   void BeginBatch(BatchKind kind) override;
   void EndBatch(BatchKind kind, ThreadPool& pool) override;
   KvStats Stats() const override;
+  void SaveState(ByteWriter& out) const override;  // kv/tiered_state.cc
+  void LoadState(ByteReader& in) override;
   const KvGeometry& geometry() const override { return geo_; }
   int64_t n_tokens() const override { return layers_.back().count; }
 
@@ -210,7 +213,9 @@ class TieredCache : public KvCache {
   bool obs_held_ = false;
   bool remember_queries_ = false;
   bool for_forks_ = false;    // KeepStatisticsForForks(): score and observe, never route
-  bool priors_done_ = false;  // the run's first prompt end computed its score-source priors
+  // The run's first prompt end has been routed: it alone takes external scores (handed over or
+  // computed as key-norm / expected-attention priors).
+  bool priors_done_ = false;
   BatchKind last_batch_ = BatchKind::kGenerated;  // the kind of the last EndBatch
 
   // Run state.

@@ -34,17 +34,21 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
       for (int64_t l = first; l < last; ++l) ComputeObservation(static_cast<int>(l), &observation_[l]);
     });
   }
-  // Key-norm and expected-attention priors, once, at the run's first prompt end (before the
-  // observation buffer they read is freed).
-  if (budget_ && trigger == BatchKind::kPromptEnd && !priors_done_ &&
-      policy_->wants_external_scores() && config_.score_source != ScoreSource::kReconstruction) {
+  // External scores are for the run's first prompt end only (reconstruction handed over before
+  // it; key-norm and expected-attention priors computed here, before the observation buffer
+  // they read is freed); any given later are dropped.
+  const bool first_prompt_end = trigger == BatchKind::kPromptEnd && !priors_done_;
+  if (!first_prompt_end) {
+    for (LayerState& l : layers_) l.external = {};
+  }
+  if (budget_ && first_prompt_end && policy_->wants_external_scores() &&
+      config_.score_source != ScoreSource::kReconstruction) {
     const auto t0 = std::chrono::steady_clock::now();
     pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
       for (int64_t l = first; l < last; ++l) {
         ComputePriors(static_cast<int>(l), &layers_[l].external);
       }
     });
-    priors_done_ = true;
     stats_.prior_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -108,6 +112,7 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   if (trigger != BatchKind::kGenerated) {
     for (LayerState& l : layers_) l.external = {};  // consumed by this prompt's routing step
   }
+  if (first_prompt_end) priors_done_ = true;
 
   // A plan must fit each layer's band budget unless the policy declares it cannot.
   QEVICT_CHECK(plan_.targets.size() == static_cast<size_t>(n_layers));

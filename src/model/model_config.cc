@@ -65,7 +65,9 @@ void ReadFamilyOptions(const gguf::File& f, const std::string& p, ModelConfig& c
   c.rope_local = c.rope;
   if (f.FindTensor("rope_factors_long.weight") != nullptr ||
       f.FindString(p + "rope.scaling.type").value_or("") == "longrope") {
-    throw Error("LongRoPE models (rope_factors_long/short, e.g. Phi-3 128k) are not supported");
+    throw Error(
+        "LongRoPE models (rope_factors_long/short, e.g. Phi-3 128k) are not supported: "
+        "use the 4k variant (Phi-3 mini/medium 4k)");
   }
   int default_period = 0;  // every layer slides when a window is set
   if (c.arch == "gemma3") {
@@ -109,6 +111,12 @@ void ReadFamilyOptions(const gguf::File& f, const std::string& p, ModelConfig& c
 
 const char* SupportedArchitectures() { return "llama, qwen2, qwen3, gemma3, phi3"; }
 
+std::string UnreadableModelFix() {
+  return std::string("; qevict runs GGUF files of ") + SupportedArchitectures() +
+         " as llama.cpp's converter writes them: use one (re-download or re-convert a damaged "
+         "file)";
+}
+
 int ModelConfig::n_sliding_layers() const {
   if (sliding_window <= 0) return 0;
   return static_cast<int>(std::count(sliding.begin(), sliding.end(), true));
@@ -118,8 +126,7 @@ ModelConfig ModelConfig::FromGguf(const gguf::File& f) {
   ModelConfig c;
   c.arch = std::string(f.GetString("general.architecture"));
   if (!IsSupported(c.arch)) {
-    throw Error("unsupported architecture '" + c.arch + "' (supported: " +
-                SupportedArchitectures() + ")");
+    throw Error("unsupported architecture '" + c.arch + "' (general.architecture)");
   }
   c.name = std::string(f.FindString("general.name").value_or(""));
   const std::string p = c.arch + ".";

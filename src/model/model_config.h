@@ -58,5 +58,7 @@ struct ModelConfig {
 
 // The architectures FromGguf accepts, for messages ("llama, qwen2, ...").
 const char* SupportedArchitectures();
+// Ends the error of a GGUF file that is not a model qevict can run: what to do about it.
+std::string UnreadableModelFix();
 
 }  // namespace qevict

@@ -34,9 +34,13 @@ void ForwardScratch::Allocate(const ModelConfig& c) {
 
 std::unique_ptr<TransformerModel> TransformerModel::Load(const std::string& path) {
   auto model = std::unique_ptr<TransformerModel>(new TransformerModel());
-  model->file_ = gguf::File::Open(path);
-  model->config_ = ModelConfig::FromGguf(*model->file_);
-  model->weights_ = ModelWeights::FromGguf(*model->file_, model->config_);
+  model->file_ = gguf::File::Open(path);  // its errors name the file
+  try {
+    model->config_ = ModelConfig::FromGguf(*model->file_);
+    model->weights_ = ModelWeights::FromGguf(*model->file_, model->config_);
+  } catch (const Error& e) {
+    throw Error("model '" + path + "': " + e.what() + UnreadableModelFix());
+  }
   return model;
 }
 

@@ -21,7 +21,7 @@ namespace {
 class QevictQaPolicy : public SnapshotQevictPolicy {
  public:
   explicit QevictQaPolicy(const KvConfig& config)
-      : SnapshotQevictPolicy(config), kernel_(config.query_kernel) {}
+      : SnapshotQevictPolicy(config, "qevict-qa"), kernel_(config.query_kernel) {}
 
   bool wants_observation() const override { return true; }
 

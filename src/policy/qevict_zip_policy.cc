@@ -18,7 +18,7 @@ namespace {
 class QevictZipPolicy : public SnapshotQevictPolicy {
  public:
   explicit QevictZipPolicy(const KvConfig& config)
-      : SnapshotQevictPolicy(config),
+      : SnapshotQevictPolicy(config, "qevict-zip"),
         expected_(config.score_source == ScoreSource::kExpectedAttention) {}
 
   bool wants_external_scores() const override { return true; }

@@ -5,6 +5,7 @@
 
 #include "policy/observation_scores.h"
 #include "policy/policies.h"
+#include "policy/policy_state.h"
 #include "policy/tier_fill.h"
 
 namespace qevict {
@@ -48,6 +49,23 @@ void SnapKvPolicy::Route(const RoutingContext& context, Plan* plan) {
              &order_, &keys_);
     FillLayer(context, l, order_, FillRule{}, plan);
   }
+}
+
+void SnapKvPolicy::SaveState(ByteWriter& out) const {
+  out.Pod<uint8_t>(frozen_ ? 1 : 0);
+  SaveLayerTables(scores_, out);
+  out.Array<int64_t>(scored_limit_);
+}
+
+void SnapKvPolicy::LoadState(ByteReader& in, int n_layers) {
+  frozen_ = in.Bool("snapkv decision");
+  scores_ = LoadLayerTables(in, n_layers, "snapkv scores");
+  scored_limit_ = in.Array<int64_t>("snapkv scored windows", static_cast<size_t>(n_layers));
+  bool ok = scored_limit_.size() == scores_.size();
+  for (size_t l = 0; ok && l < scores_.size(); ++l) {
+    ok = scored_limit_[l] >= 0 && static_cast<uint64_t>(scored_limit_[l]) <= scores_[l].size();
+  }
+  if (!ok) in.Fail("snapkv scores do not cover the windows they claim");
 }
 
 std::unique_ptr<Policy> MakeSnapKvPolicy(const KvConfig& config) {

@@ -31,6 +31,8 @@ class SnapKvPolicy : public Policy {
   bool wants_external_scores() const override { return external_; }
   void BeginRun() override;
   void Route(const RoutingContext& context, Plan* plan) override;
+  void SaveState(ByteWriter& out) const override;
+  void LoadState(ByteReader& in, int n_layers) override;
 
   bool decided() const { return frozen_; }
 

@@ -8,9 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kv/routing.h"
+#include "policy/policy_state.h"
 #include "policy/qevict_fill.h"
 
 namespace qevict {
@@ -54,6 +56,18 @@ class SnapshotKeys {
   float Key(size_t l, const BandWindow& w) const {
     return snapshot_[l][w.index] + (w.score - base_[l][w.index]);
   }
+  // Saved with the cache (Policy::SaveState): the snapshot, then the base scores.
+  void Save(ByteWriter& out) const {
+    SaveLayerTables(snapshot_, out);
+    SaveLayerTables(base_, out);
+  }
+  void Load(ByteReader& in, int n_layers, const char* snapshot_what, const char* base_what) {
+    snapshot_ = LoadLayerTables(in, n_layers, snapshot_what);
+    base_ = LoadLayerTables(in, n_layers, base_what);
+    bool ok = snapshot_.size() == base_.size();
+    for (size_t l = 0; ok && l < base_.size(); ++l) ok = snapshot_[l].size() == base_[l].size();
+    if (!ok) in.Fail("snapshot and score tables of different sizes");
+  }
   std::vector<float>& snapshot(size_t l) { return snapshot_[l]; }
 
  private:
@@ -66,10 +80,16 @@ class SnapshotKeys {
 // external score at the first prompt end).
 class SnapshotQevictPolicy : public Policy {
  public:
-  explicit SnapshotQevictPolicy(const KvConfig& config) : fill_(config) {}
+  // name: the policy's, for the messages of a malformed saved state.
+  SnapshotQevictPolicy(const KvConfig& config, const char* name) : fill_(config), name_(name) {}
 
   bool quantizes() const override { return true; }
   void BeginRun() override { keys_.Clear(); }
+  void SaveState(ByteWriter& out) const override { keys_.Save(out); }
+  void LoadState(ByteReader& in, int n_layers) override {
+    const std::string snapshot = name_ + " snapshot", scores = name_ + " scores";
+    keys_.Load(in, n_layers, snapshot.c_str(), scores.c_str());
+  }
   void Route(const RoutingContext& context, Plan* plan) override {
     const size_t n_layers = context.layers.size();
     keys_.Reserve(n_layers);
@@ -89,6 +109,7 @@ class SnapshotQevictPolicy : public Policy {
 
  private:
   QevictFill fill_;
+  std::string name_;
   SnapshotKeys keys_;
 };
 

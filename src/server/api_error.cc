@@ -50,7 +50,9 @@ ApiError ErrorForStatus(int status) {
     case 404:
       return NotFound("not found");
     case 413:
-      return PayloadTooLarge("the request body is too large");
+      return PayloadTooLarge(
+          "the request body exceeds the server's limit: send a shorter one, or "
+          "restart the server with a larger --max-body");
     case 414:
       return {414, "the request URI is too long", "invalid_request_error", "", "uri_too_long"};
     case 416:

@@ -38,6 +38,13 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
       auto parsed = ParseChatRequest(body, ctx.defaults);
       if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
       ChatRequest& chat = std::get<ChatRequest>(parsed);
+      if (!ctx.model->chat) {
+        return InvalidRequest(
+            "this model has no chat template qevict can render: send a raw "
+            "prompt to /v1/completions, or restart the server with "
+            "--chat-template NAME (chatml, llama3, llama2, gemma, phi3)",
+            "messages");
+      }
       out.params = std::move(chat.params);
       out.prompt = ctx.model->EncodeChat(chat.messages, /*add_generation_prompt=*/true);
     } else {
@@ -52,7 +59,8 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
     return InvalidRequest(e.what(), endpoint == Endpoint::kChat ? "messages" : "prompt");
   }
   if (out.prompt.empty()) {
-    return InvalidRequest("the prompt encodes to no tokens", "prompt", "empty_prompt");
+    return InvalidRequest("the prompt encodes to no tokens: send a non-empty prompt", "prompt",
+                          "empty_prompt");
   }
   const int64_t context = ctx.defaults.context_tokens;
   const int64_t prompt = static_cast<int64_t>(out.prompt.size());
@@ -94,6 +102,7 @@ GenerationJob MakeJob(const ServerContext& ctx, PreparedRequest& request) {
   job.sampling.top_k = request.params.top_k;
   job.sampling.min_p = request.params.min_p;
   job.sampling.repeat_penalty = request.params.repeat_penalty;
+  job.sampling.repeat_last_n = request.params.repeat_last_n;
   job.sampling.presence_penalty = request.params.presence_penalty;
   job.sampling.frequency_penalty = request.params.frequency_penalty;
   job.sampling.logit_bias = request.params.logit_bias;
@@ -104,7 +113,7 @@ GenerationJob MakeJob(const ServerContext& ctx, PreparedRequest& request) {
   job.batch = ctx.batch;
   job.keep = request.params.cache_prompt;
   job.session_id = request.params.session_id;
-  job.kv_key = KvReuseKey(request.params.kv);
+  job.kv_key = KvConfigKey(request.params.kv);
   return job;
 }
 
@@ -142,10 +151,10 @@ bool WriteEvent(httplib::DataSink& sink, std::string_view event) {
 }
 
 // Generate, with engine failures turned into an ApiError.
-std::variant<GenerationOutcome, ApiError> GenerateOrError(
-    GenerationRun& run, const std::function<bool(std::string_view)>& on_text) {
+std::variant<GenerationOutcome, ApiError> GenerateOrError(GenerationRun& run,
+                                                          const ChunkCallback& on_chunk) {
   try {
-    return run.Generate(on_text);
+    return run.Generate(on_chunk);
   } catch (const Error& e) {
     return InternalError(std::string("generation failed: ") + e.what());
   } catch (const std::bad_alloc&) {
@@ -164,11 +173,21 @@ bool StreamGeneration(const ServerContext& ctx, GenerationRun& run, const Respon
   }
   std::variant<GenerationOutcome, ApiError> result = ApiError{};
   if (!client_gone) {
-    result = GenerateOrError(run, [&](std::string_view text) {
-      if (WriteEvent(sink, SseEvent(TextChunk(h, text)))) return true;
-      client_gone = true;
-      return false;
-    });
+    // Each chunk carries the logprobs of the tokens it releases; completions' text_offset
+    // counts on from the tokens sent before.
+    const bool logprobs_asked = run.job().top_logprobs >= 0;
+    size_t text_offset = 0;
+    result =
+        GenerateOrError(run, [&](std::string_view text, std::span<const TokenLogprob> logprobs) {
+          const json chunk_logprobs =
+              LogprobsJson(h, *ctx.model->tokenizer, logprobs, logprobs_asked, text_offset);
+          for (const TokenLogprob& t : logprobs) {
+            text_offset += ctx.model->tokenizer->TokenToPiece(t.token).size();
+          }
+          if (WriteEvent(sink, SseEvent(TextChunk(h, text, chunk_logprobs)))) return true;
+          client_gone = true;
+          return false;
+        });
   }
   if (client_gone) {
     ctx.metrics->CountCancelled();
@@ -185,11 +204,8 @@ bool StreamGeneration(const ServerContext& ctx, GenerationRun& run, const Respon
     } else {
       const Usage usage{static_cast<int64_t>(run.job().prompt.size()),
                         static_cast<int64_t>(outcome.result.tokens.size()), run.reused_tokens()};
-      const json logprobs = LogprobsJson(h, *ctx.model->tokenizer, outcome.result.logprobs,
-                                         run.job().top_logprobs >= 0);
       if (!WriteEvent(sink, SseEvent(FinishChunk(h, outcome.result.finish_reason,
-                                                 KvStatsJson(run.job().kv.policy, outcome.kv),
-                                                 logprobs)))) {
+                                                 KvStatsJson(run.job().kv.policy, outcome.kv))))) {
         return false;
       }
       if (include_usage && !WriteEvent(sink, SseEvent(UsageChunk(h, usage)))) return false;
@@ -205,7 +221,7 @@ bool WholeGeneration(const ServerContext& ctx, GenerationRun& run, const Respons
                      httplib::DataSink& sink) {
   bool client_gone = false;
   auto last_write = std::chrono::steady_clock::now();
-  auto result = GenerateOrError(run, [&](std::string_view) {
+  auto result = GenerateOrError(run, [&](std::string_view, std::span<const TokenLogprob>) {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_write < kHeartbeatInterval) return true;
     last_write = now;
@@ -271,11 +287,11 @@ void HandleCompletion(const ServerContext& ctx, Endpoint endpoint, const httplib
   PinnedConversation pinned(ctx.sessions,
                             reuse ? ctx.sessions->Find(job.session_id, job.kv_key, job.prompt)
                                   : std::nullopt);
+  // The kept conversation leaves the store as the reservation that covers it is made.
   auto acquired = ctx.scheduler->Acquire(
       reserve, DescribeKvRequest(request.params.kv, geometry, prompt_tokens, request.max_tokens),
-      pinned.bytes());
+      pinned.bytes(), [&] { job.conversation = pinned.Take(); });
   if (auto* error = std::get_if<ApiError>(&acquired)) return SendError(res, *error);
-  job.conversation = pinned.Take();
 
   // Session and prefill before any byte is written, so that a failure still gets its status.
   std::shared_ptr<GenerationRun> run;

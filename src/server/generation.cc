@@ -54,7 +54,7 @@ GenerationRun::GenerationRun(const LoadedModel& model, SlotLease lease, Generati
 
 GenerationRun::~GenerationRun() { Finish(); }
 
-GenerationOutcome GenerationRun::Generate(const std::function<bool(std::string_view)>& on_text) {
+GenerationOutcome GenerationRun::Generate(const ChunkCallback& on_chunk) {
   QEVICT_CHECK(!finished_ && conversation_ != nullptr);
   Session& session = conversation_->session();
   GenerateOptions go;
@@ -62,9 +62,10 @@ GenerationOutcome GenerationRun::Generate(const std::function<bool(std::string_v
   go.sampling = job_.sampling;
   go.stop = job_.stop;
   go.top_logprobs = job_.top_logprobs;
+  go.seen_tokens = job_.prompt;  // the whole conversation so far, kept part included
   auto last_publish = std::chrono::steady_clock::now();
   const int64_t generated_before = session.timings().generated_tokens;
-  go.on_text = [&](std::string_view text) {
+  go.on_chunk = [&](std::string_view text, std::span<const TokenLogprob> logprobs) {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_publish >= kProgressInterval) {
       last_publish = now;
@@ -74,7 +75,7 @@ GenerationOutcome GenerationRun::Generate(const std::function<bool(std::string_v
                             session.cache().Stats());
     }
     if (lease_.cancelled()) return false;
-    return on_text ? on_text(text) : true;
+    return on_chunk ? on_chunk(text, logprobs) : true;
   };
   GenerationOutcome out;
   const double seconds_before = session.timings().generate_seconds;
@@ -98,10 +99,12 @@ void GenerationRun::Finish() {
                     store_->enabled();
   // The cache's memory goes (or only the scratch, for a kept conversation) on the thread that
   // allocated it, before the reservation does.
+  int64_t kept_bytes = 0;
   if (conversation_ != nullptr) {
     lease_.Run([&] {
       if (keep) {
         conversation_->session().Trim();
+        kept_bytes = conversation_->session().cache().Stats().reserved_bytes;
       } else {
         conversation_.reset();
       }
@@ -109,8 +112,9 @@ void GenerationRun::Finish() {
   }
   metrics_.SlotFinished(lease_.slot(), generated_, decode_seconds_, final_stats_);
   if (keep) {
-    lease_.ReleaseWith(
-        [&] { store_->Keep(job_.session_id, job_.kv_key, std::move(conversation_)); });
+    lease_.ReleaseWith([&] {
+      store_->Keep(job_.session_id, job_.kv_key, std::move(conversation_), kept_bytes);
+    });
   }
   lease_ = SlotLease();
 }

@@ -3,8 +3,9 @@
 // brings (prefilling only the tokens it does not hold) or makes a new one with the request's
 // cache policy (the model's weights are shared, read-only) and prefills the prompt; Generate
 // runs the sampling loop. Afterwards the conversation goes to the session store (when the job
-// asks and the generation ended normally) or is freed. The cache's statistics are published to the metrics as tokens come
-// out; the loop stops early when on_text returns false (client gone) or the server shuts down.
+// asks and the generation ended normally) or is freed. The cache's statistics are published to the
+// metrics as tokens come out; the loop stops early when on_chunk returns false (client gone) or the
+// server shuts down.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,9 @@
 #include "server/slot_scheduler.h"
 
 namespace qevict::server {
+
+using ChunkCallback =
+    std::function<bool(std::string_view text, std::span<const TokenLogprob> logprobs)>;
 
 struct GenerationJob {
   std::vector<int32_t> prompt;
@@ -59,9 +63,10 @@ class GenerationRun {
   GenerationRun(const GenerationRun&) = delete;
   GenerationRun& operator=(const GenerationRun&) = delete;
 
-  // Once, before Finish. on_text receives each piece of text (may be null); returning false
-  // cancels (finish_reason "cancelled", as does a server shutdown).
-  GenerationOutcome Generate(const std::function<bool(std::string_view)>& on_text);
+  // Once, before Finish. on_chunk receives each piece of text with the logprobs of the tokens
+  // it releases (GenerateOptions::on_chunk; may be null); returning false cancels
+  // (finish_reason "cancelled", as does a server shutdown).
+  GenerationOutcome Generate(const ChunkCallback& on_chunk);
   // Keeps the conversation (a normal end, when the job asks) or frees its KV cache, closes the
   // slot's metrics, then releases the slot and its reserved bytes. Idempotent; the destructor
   // calls it.

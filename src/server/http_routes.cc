@@ -73,8 +73,6 @@ httplib::Server::HandlerResponse FillErrorBody(const httplib::Request& req,
                        "/v1/completions, POST /tokenize, POST /detokenize, GET /health, GET "
                        "/metrics)");
     }
-  } else if (res.status == 413) {
-    error = PayloadTooLarge("the request body exceeds the server's limit");
   }
   SendError(res, error);
   return httplib::Server::HandlerResponse::Handled;

@@ -50,7 +50,9 @@ bool GetBool(const nlohmann::json& value, const std::string& param) {
 double GetNumber(const nlohmann::json& value, const std::string& param) {
   if (!value.is_number()) WrongType(value, param, "a number");
   const double x = value.get<double>();
-  if (!std::isfinite(x)) Reject("'" + param + "' must be finite", param, "invalid_value");
+  if (!std::isfinite(x)) {
+    Reject("'" + param + "' must be a finite number, got " + value.dump(), param, "invalid_value");
+  }
   return x;
 }
 
@@ -58,7 +60,9 @@ int64_t GetInteger(const nlohmann::json& value, const std::string& param) {
   if (value.is_number_integer()) {
     if (value.is_number_unsigned() &&
         value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      Reject("'" + param + "' is too large", param, "invalid_value");
+      Reject("'" + param + "' is too large: " + value.dump() + " is over " +
+                 std::to_string(std::numeric_limits<int64_t>::max()),
+             param, "invalid_value");
     }
     return value.get<int64_t>();
   }

@@ -76,7 +76,7 @@ json KvStatsJson(const std::string& policy, const KvStats& s) {
 }
 
 json LogprobsJson(const ResponseHeader& h, const Tokenizer& tokenizer,
-                  const std::vector<TokenLogprob>& logprobs, bool asked) {
+                  std::span<const TokenLogprob> logprobs, bool asked, size_t first_offset) {
   if (!asked) return nullptr;
   auto bytes = [](const std::string& piece) {
     json out = json::array();
@@ -99,7 +99,7 @@ json LogprobsJson(const ResponseHeader& h, const Tokenizer& tokenizer,
   }
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
        offsets = json::array();
-  size_t offset = 0;
+  size_t offset = first_offset;
   for (const TokenLogprob& t : logprobs) {
     const std::string piece = tokenizer.TokenToPiece(t.token);
     tokens.push_back(piece);
@@ -141,14 +141,14 @@ json RoleChunk(const ResponseHeader& h) {
       json::array({ChunkChoice(h, {{"role", "assistant"}, {"content", ""}}, "", nullptr)}));
 }
 
-json TextChunk(const ResponseHeader& h, std::string_view text) {
-  return Envelope(h, true, json::array({ChunkChoice(h, {{"content", text}}, text, nullptr)}));
+json TextChunk(const ResponseHeader& h, std::string_view text, const json& logprobs) {
+  json chunk = Envelope(h, true, json::array({ChunkChoice(h, {{"content", text}}, text, nullptr)}));
+  if (!logprobs.is_null()) chunk["choices"][0]["logprobs"] = logprobs;
+  return chunk;
 }
 
-json FinishChunk(const ResponseHeader& h, const std::string& finish_reason, const json& kv,
-                 const json& logprobs) {
+json FinishChunk(const ResponseHeader& h, const std::string& finish_reason, const json& kv) {
   json chunk = Envelope(h, true, json::array({ChunkChoice(h, json::object(), "", finish_reason)}));
-  if (!logprobs.is_null()) chunk["choices"][0]["logprobs"] = logprobs;
   if (!kv.is_null()) chunk["kv"] = kv;
   return chunk;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -35,11 +36,15 @@ nlohmann::json UsageJson(const Usage& usage);
 // Extension: the cache's policy and statistics at the end of the run.
 nlohmann::json KvStatsJson(const std::string& policy, const KvStats& stats);
 
-// A whole (non-streamed) response.
-// OpenAI's logprobs object for the generated tokens (chat: {"content": [...]}; completions:
-// tokens / token_logprobs / top_logprobs / text_offset); null when none were asked for.
+// OpenAI's logprobs object for generated tokens (chat: {"content": [...]}; completions:
+// tokens / token_logprobs / top_logprobs / text_offset, the offsets counted from
+// `first_offset`, where the first token's text begins in the answer); null when none were
+// asked for. A streamed chunk carries the tokens it releases (GenerateResult::logprobs).
 nlohmann::json LogprobsJson(const ResponseHeader& header, const Tokenizer& tokenizer,
-                            const std::vector<TokenLogprob>& logprobs, bool asked);
+                            std::span<const TokenLogprob> logprobs, bool asked,
+                            size_t first_offset = 0);
+
+// A whole (non-streamed) response.
 
 nlohmann::json CompletionBody(const ResponseHeader& header, const std::string& text,
                               const std::string& finish_reason, const Usage& usage,
@@ -50,10 +55,10 @@ nlohmann::json CompletionBody(const ResponseHeader& header, const std::string& t
 // carries the finish reason (and the kv extension object); with stream_options.include_usage a
 // final chunk with empty choices carries the usage.
 nlohmann::json RoleChunk(const ResponseHeader& header);
-nlohmann::json TextChunk(const ResponseHeader& header, std::string_view text);
-// Streams carry the logprobs of the whole answer in the finish chunk (docs/server.md).
+nlohmann::json TextChunk(const ResponseHeader& header, std::string_view text,
+                         const nlohmann::json& logprobs = nullptr);
 nlohmann::json FinishChunk(const ResponseHeader& header, const std::string& finish_reason,
-                           const nlohmann::json& kv, const nlohmann::json& logprobs = nullptr);
+                           const nlohmann::json& kv);
 nlohmann::json UsageChunk(const ResponseHeader& header, const Usage& usage);
 
 // "data: <json>\n\n"

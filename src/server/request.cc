@@ -19,36 +19,48 @@ using nlohmann::json;
 // ignored when they would change the result.
 void RejectUnsupported(const json& body) {
   if (const json* n = OptionalField(body, "n")) {
-    if (GetInteger(*n, "n") != 1) Reject("only n = 1 is supported", "n", "unsupported");
+    if (GetInteger(*n, "n") != 1) {
+      Reject("only n = 1 is supported: send one request per choice (with different seeds)", "n",
+             "unsupported");
+    }
   }
   if (const json* best_of = OptionalField(body, "best_of")) {
     if (GetInteger(*best_of, "best_of") != 1) {
-      Reject("only best_of = 1 is supported", "best_of", "unsupported");
+      Reject("only best_of = 1 is supported: leave best_of out", "best_of", "unsupported");
     }
   }
   if (const json* echo = OptionalField(body, "echo")) {
-    if (GetBool(*echo, "echo")) Reject("echo is not supported", "echo", "unsupported");
+    if (GetBool(*echo, "echo")) {
+      Reject("echo is not supported: leave it out and prepend the prompt yourself", "echo",
+             "unsupported");
+    }
   }
   if (const json* suffix = OptionalField(body, "suffix")) {
     if (!(suffix->is_string() && suffix->get<std::string>().empty())) {
-      Reject("suffix is not supported", "suffix", "unsupported");
+      Reject("suffix is not supported: leave it out (no fill-in-the-middle)", "suffix",
+             "unsupported");
     }
   }
   for (const char* key : {"tools", "functions"}) {
     if (const json* v = OptionalField(body, key)) {
       if (!(v->is_array() && v->empty())) {
-        Reject(std::string(key) + " (function calling) are not supported", key, "unsupported");
+        Reject(std::string(key) + " (function calling) are not supported: leave '" + key +
+                   "' out and describe the tools in the messages",
+               key, "unsupported");
       }
     }
   }
   if (const json* format = OptionalField(body, "response_format")) {
     if (!format->is_object()) {
-      Reject("'response_format' must be an object", "response_format", "invalid_type");
+      Reject("'response_format' must be an object, e.g. {\"type\": \"text\"}", "response_format",
+             "invalid_type");
     }
     const json* type = OptionalField(*format, "type");
     if (type != nullptr && GetString(*type, "response_format.type") != "text") {
-      Reject("only response_format {\"type\": \"text\"} is supported", "response_format",
-             "unsupported");
+      Reject(
+          "only response_format {\"type\": \"text\"} is supported (no JSON mode): leave it "
+          "out",
+          "response_format", "unsupported");
     }
   }
 }
@@ -59,7 +71,10 @@ std::vector<std::pair<int32_t, float>> ParseLogitBias(const json& bias, int32_t 
                JsonTypeName(bias),
            "logit_bias", "invalid_type");
   }
-  if (bias.size() > 1024) Reject("'logit_bias' may hold at most 1024 tokens", "logit_bias");
+  if (bias.size() > 1024) {
+    Reject("'logit_bias' may hold at most 1024 tokens, got " + std::to_string(bias.size()),
+           "logit_bias");
+  }
   std::vector<std::pair<int32_t, float>> out;
   for (auto it = bias.begin(); it != bias.end(); ++it) {
     const std::string& key = it.key();
@@ -173,6 +188,10 @@ GenerationParams ParseGenerationParams(const json& body, const RequestDefaults& 
   if (const json* v = OptionalField(body, "repeat_penalty")) {
     p.repeat_penalty = static_cast<float>(GetNumberIn(*v, "repeat_penalty", 0.01, 100.0));
   }
+  if (const json* v = OptionalField(body, "repeat_last_n")) {
+    p.repeat_last_n = static_cast<int>(
+        GetIntegerIn(*v, "repeat_last_n", -1, std::numeric_limits<int32_t>::max()));
+  }
   if (const json* v = OptionalField(body, "presence_penalty")) {
     p.presence_penalty = static_cast<float>(GetNumberIn(*v, "presence_penalty", -2.0, 2.0));
   }
@@ -189,8 +208,10 @@ GenerationParams ParseGenerationParams(const json& body, const RequestDefaults& 
   if (const json* v = OptionalField(body, "stream")) p.stream = GetBool(*v, "stream");
   if (const json* v = OptionalField(body, "stream_options")) {
     if (!p.stream) {
-      Reject("'stream_options' is only allowed when 'stream' is true", "stream_options",
-             "invalid_value");
+      Reject(
+          "'stream_options' is only allowed when 'stream' is true: add \"stream\": true or "
+          "drop stream_options",
+          "stream_options", "invalid_value");
     }
     if (!v->is_object()) {
       Reject(std::string("'stream_options' must be an object, got ") + JsonTypeName(*v),
@@ -228,11 +249,13 @@ std::string MessageContent(const json& content, const std::string& param) {
     const json& part = content[i];
     const std::string part_param = param + "[" + std::to_string(i) + "]";
     if (!part.is_object()) {
-      Reject("'" + part_param + "' must be an object", part_param, "invalid_type");
+      Reject("'" + part_param + "' must be an object, e.g. {\"type\": \"text\", \"text\": ...}",
+             part_param, "invalid_type");
     }
     const json* type = OptionalField(part, "type");
     if (type == nullptr || GetString(*type, part_param + ".type") != "text") {
-      Reject("only text content parts are supported ('" + part_param + ".type' must be \"text\")",
+      Reject("only text content parts are supported ('" + part_param +
+                 ".type' must be \"text\"): send the text as {\"type\": \"text\", \"text\": ...}",
              part_param + ".type", "unsupported");
     }
     const json* part_text = OptionalField(part, "text");
@@ -249,7 +272,10 @@ std::vector<ChatMessage> ParseMessages(const json& body) {
     Reject(std::string("'messages' must be an array, got ") + JsonTypeName(*messages), "messages",
            "invalid_type");
   }
-  if (messages->empty()) Reject("'messages' must not be empty", "messages", "invalid_value");
+  if (messages->empty()) {
+    Reject("'messages' must not be empty: give at least one {\"role\": \"user\", \"content\": ...}",
+           "messages", "invalid_value");
+  }
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& m = (*messages)[i];

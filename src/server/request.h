@@ -36,6 +36,9 @@ struct GenerationParams {
   int top_k = 40;                 // extension (llama.cpp's); 0 = off
   float min_p = 0.05f;            // extension (llama.cpp's); 0 = off
   float repeat_penalty = 1.0f;    // extension (llama.cpp's); 1 = off
+  // Extension (llama.cpp's): the penalties' window, the last N tokens of prompt + generated;
+  // -1 = all of them, 0 = no penalties.
+  int repeat_last_n = 64;
   float presence_penalty = 0.0f;  // OpenAI's, [-2, 2]
   float frequency_penalty = 0.0f;
   std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI's: token id -> [-100, 100]

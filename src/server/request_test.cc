@@ -81,8 +81,13 @@ TEST(RequestTest, DefaultsComeFromTheServer) {
 TEST(RequestTest, PenaltiesAndLogitBiasAreParsed) {
   const ChatRequest r = Chat(std::string("{") + kHello +
                              R"(, "presence_penalty": 0.5, "frequency_penalty": -1,
-                                 "repeat_penalty": 1.1, "min_p": 0, "logit_bias": {"7": -100, "12": 2.5}})");
+                                 "repeat_penalty": 1.1, "repeat_last_n": -1, "min_p": 0,
+                                 "logit_bias": {"7": -100, "12": 2.5}})");
   EXPECT_EQ(r.params.presence_penalty, 0.5f);
+  EXPECT_EQ(r.params.repeat_last_n, -1);
+  EXPECT_EQ(Chat(std::string("{") + kHello + "}").params.repeat_last_n, 64);  // llama.cpp's
+  EXPECT_EQ(ChatError(std::string("{") + kHello + R"(, "repeat_last_n": -2})").param,
+            "repeat_last_n");
   EXPECT_EQ(r.params.frequency_penalty, -1.0f);
   EXPECT_EQ(r.params.repeat_penalty, 1.1f);
   EXPECT_EQ(r.params.min_p, 0.0f);
@@ -253,6 +258,35 @@ TEST(RequestTest, InvalidUtf8Is400) {
   const ApiError e = ChatError("{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}");
   EXPECT_EQ(e.status, 400);
   EXPECT_EQ(e.code, "invalid_json");
+}
+
+}  // namespace
+}  // namespace qevict::server
+
+namespace qevict::server {
+namespace {
+
+// Each rejection names the field and says what to send instead.
+TEST(RequestTest, RejectionsSayWhatToDo) {
+  const std::string hello = std::string("{") + kHello;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {hello + R"(, "n": 2})", "send one request per choice"},
+      {hello + R"(, "best_of": 3})", "leave best_of out"},
+      {hello + R"(, "tools": [{"type": "function"}]})", "leave 'tools' out"},
+      {hello + R"(, "response_format": {"type": "json_object"}})", "leave it out"},
+      {hello + R"(, "stream_options": {"include_usage": true}})", "add \"stream\": true"},
+      {hello + R"(, "repeat_last_n": -2})", "must be in [-1, "},
+      {hello + R"(, "seed": 18446744073709551615})", "is over 9223372036854775807"},
+      {R"({"messages": []})", "give at least one {\"role\": \"user\""},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+       "send the text as {\"type\": \"text\""},
+  };
+  for (const auto& [body, fix] : cases) {
+    const std::string message = ChatError(body).message;
+    EXPECT_NE(message.find(fix), std::string::npos) << body << " -> " << message;
+  }
+  EXPECT_NE(CompletionError(R"({"prompt": "x", "echo": true})").message.find("prepend the prompt"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
+#include <string>
 
 #include "engine/loaded_model.h"
 #include "server/http_routes.h"
@@ -39,21 +41,31 @@ SchedulerOptions MakeSchedulerOptions(const ServerOptions& o) {
   return s;
 }
 
-void CheckOptions(const ServerOptions& o) {
-  if (o.slots < 1 || o.slots > 256) throw Error("--slots must be in [1, 256]");
-  if (o.threads < 0) throw Error("-t must be >= 0");
-  if (o.kv_memory_limit < 0) throw Error("--kv-memory-limit must be >= 0 bytes");
-  if (o.max_queue < 0 || o.max_queue > 4096) throw Error("--queue must be in [0, 4096]");
-  if (o.queue_timeout_seconds < 1) throw Error("--queue-timeout must be >= 1 second");
-  if (o.ctx < 0) throw Error("-c must be >= 0");
-  if (o.batch < 1 || o.batch > 4096) throw Error("-b must be in [1, 4096]");
-  if (o.default_max_tokens < 0) throw Error("--default-max-tokens must be >= 0");
-  if (o.max_body_bytes < 1024) throw Error("--max-body must be at least 1024 bytes");
-  if (o.port < 0 || o.port > 65535) throw Error("--port must be in [0, 65535]");
-  if (o.max_sessions < 0 || o.max_sessions > 4096) {
-    throw Error("--max-sessions must be in [0, 4096]");
+// "FLAG VALUE: RULE" when value is outside [lo, hi].
+void CheckRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const char* rule) {
+  if (value < lo || value > hi) {
+    throw Error(std::string(flag) + " " + std::to_string(value) + ": " + rule);
   }
-  if (o.session_ttl_seconds < 1) throw Error("--session-ttl must be >= 1 second");
+}
+
+void CheckOptions(const ServerOptions& o) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  CheckRange("--slots", o.slots, 1, 256, "give 1 to 256 requests that generate at once");
+  CheckRange("-t", o.threads, 0, kMax, "give a thread count >= 1, or 0 for every core");
+  CheckRange("--kv-memory-limit", o.kv_memory_limit, 0, kMax,
+             "give a size such as 512m or 2g, or 0 for no limit");
+  CheckRange("--queue", o.max_queue, 0, 4096, "give 0 to 4096 waiting requests");
+  CheckRange("--queue-timeout", o.queue_timeout_seconds, 1, kMax, "give at least 1 second");
+  CheckRange("-c", o.ctx, 0, kMax, "give a context in tokens, or 0 for the model's");
+  CheckRange("-b", o.batch, 1, 4096, "give 1 to 4096 prompt tokens per forward pass");
+  CheckRange("--default-max-tokens", o.default_max_tokens, 0, kMax,
+             "give a token count, or 0 for OpenAI's defaults");
+  CheckRange("--max-body", static_cast<int64_t>(o.max_body_bytes), 1024, kMax,
+             "give at least 1024 bytes (e.g. 8m)");
+  CheckRange("--port", o.port, 0, 65535, "give a port in [1, 65535], or 0 for any free one");
+  CheckRange("--max-sessions", o.max_sessions, 0, 4096,
+             "give 0 to 4096 kept conversations (0 turns reuse off)");
+  CheckRange("--session-ttl", o.session_ttl_seconds, 1, kMax, "give at least 1 second");
   o.kv.Validate();
 }
 
@@ -135,10 +147,14 @@ void Server::Run() {
   int port = o.port;
   if (port == 0) {
     port = s.http.bind_to_any_port(o.host);
-    if (port <= 0) throw Error("cannot listen on " + o.host + " (any port)");
+    if (port <= 0) {
+      throw Error("cannot listen on --host " + o.host +
+                  " (any port): give an address of this machine, e.g. 127.0.0.1 or 0.0.0.0");
+    }
   } else if (!s.http.bind_to_port(o.host, port)) {
     throw Error("cannot listen on " + o.host + ":" + std::to_string(port) +
-                " (address in use, or not an address of this machine)");
+                " (address in use, or not an address of this machine): pick another --port "
+                "(--port 0 takes any free one) or stop what holds it");
   }
   const SchedulerOptions& sched = s.scheduler.options();
   std::fprintf(stderr,

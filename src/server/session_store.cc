@@ -1,22 +1,8 @@
 #include "server/session_store.h"
 
 #include <algorithm>
-#include <sstream>
 
 namespace qevict::server {
-
-std::string KvReuseKey(const KvConfig& c) {
-  std::ostringstream key;
-  key.precision(17);
-  key << c.policy << '|' << c.budget << '|' << c.budget_bytes << '|' << c.window << '|'
-      << c.sinks << '|' << c.recent << '|' << c.bits << '|' << c.value_group << '|'
-      << c.route_every << '|' << c.q_share << '|' << c.prefill_q_share << '|' << c.hysteresis
-      << '|' << c.prefill_chunk << '|' << static_cast<int>(c.score) << '|' << c.score_decay
-      << '|' << static_cast<int>(c.recovery) << '|' << c.query_kernel << '|'
-      << c.cold_store_dir << '|' << c.snapkv_window << '|' << c.snapkv_kernel << '|'
-      << c.pyramid_beta << '|' << c.h2o_recent_share << '|' << c.kivi_group;
-  return key.str();
-}
 
 SessionStore::SessionStore(const SessionStoreOptions& options) : options_(options) {}
 
@@ -87,10 +73,8 @@ void SessionStore::Unpin(uint64_t id) {
 }
 
 void SessionStore::Keep(const std::string& name, const std::string& kv_key,
-                        std::unique_ptr<Conversation> conversation) {
+                        std::unique_ptr<Conversation> conversation, int64_t bytes) {
   if (!enabled() || conversation == nullptr || conversation->tokens().empty()) return;
-  conversation->session().Trim();
-  const int64_t bytes = conversation->session().cache().Stats().reserved_bytes;
   std::lock_guard<std::mutex> lock(mutex_);
   const auto now = Clock::now();
   ExpireLocked(now);

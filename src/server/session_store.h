@@ -62,9 +62,12 @@ class SessionStore : public HeldMemory {
   void Unpin(uint64_t id);
 
   // Keeps a conversation after its request (replacing one of the same name), then drops least
-  // recently used idle ones beyond max_sessions. The conversation's scratch is freed.
+  // recently used idle ones beyond max_sessions. Called under the scheduler's lock, so the
+  // caller does the slow parts first: it frees the conversation's scratch (Session::Trim) and
+  // passes what the cache then holds from the OS (KvStats::reserved_bytes), for which Stats()
+  // walks every window.
   void Keep(const std::string& name, const std::string& kv_key,
-            std::unique_ptr<Conversation> conversation);
+            std::unique_ptr<Conversation> conversation, int64_t reserved_bytes);
 
   // HeldMemory (called by the scheduler under its lock): kept bytes, and dropping idle
   // conversations, least recently used first, until `bytes` are freed.
@@ -97,7 +100,5 @@ class SessionStore : public HeldMemory {
   SessionStoreSnapshot counters_;
 };
 
-// What must match for a kept cache to be reused: every kv setting that shapes the cache.
-std::string KvReuseKey(const KvConfig& config);
 
 }  // namespace qevict::server

@@ -83,7 +83,8 @@ bool SlotScheduler::CanStart(uint64_t ticket, int64_t kv_bytes, int64_t credit) 
 
 std::variant<SlotLease, ApiError> SlotScheduler::Acquire(int64_t kv_bytes,
                                                          const std::string& what,
-                                                         int64_t credit) {
+                                                         int64_t credit,
+                                                         const std::function<void()>& on_admit) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (shutting_down_) {
     return ServiceUnavailable("the server is shutting down", "shutting_down");
@@ -126,6 +127,7 @@ std::variant<SlotLease, ApiError> SlotScheduler::Acquire(int64_t kv_bytes,
   const int slot = FreeSlot();
   busy_[slot] = true;
   reserved_bytes_ += kv_bytes;
+  if (on_admit) on_admit();
   changed_.notify_all();  // the new head of the queue may fit too
   return SlotLease(this, slot, kv_bytes);
 }

@@ -97,9 +97,12 @@ class SlotScheduler {
   // Blocks until the request may run, or returns why it may not. `what` describes the request
   // for the too-large message (see DescribeKvRequest). Held memory is reclaimed when the
   // request would otherwise wait for KV memory; `credit` bytes of it are the request's own (the
-  // kept conversation it continues, which its reservation covers once it runs).
+  // kept conversation it continues, which its reservation covers once it runs). `on_admit`
+  // runs under the scheduler's lock as the reservation is made, so that the credit leaves the
+  // held memory in the same step (no snapshot counts those bytes twice).
   std::variant<SlotLease, ApiError> Acquire(int64_t kv_bytes, const std::string& what,
-                                            int64_t credit = 0);
+                                            int64_t credit = 0,
+                                            const std::function<void()>& on_admit = nullptr);
 
   // Memory outside the leases that counts against the limit (set once, before any Acquire).
   void set_held_memory(HeldMemory* held) { held_ = held; }

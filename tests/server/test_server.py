@@ -344,6 +344,7 @@ def test_port_in_use_is_a_clean_error(srv, args):
                          capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 1, (out.returncode, out.stderr[-500:])
     assert b"cannot listen" in out.stderr, out.stderr[-500:]
+    assert b"pick another --port" in out.stderr, out.stderr[-500:]
 
 
 def test_openai_client_sees_errors(srv, args):
@@ -379,6 +380,8 @@ def test_curl_error_cases(srv, args):
                  code="context_length_exceeded")  # fits alone, not after the prompt
     expect_error(curl(srv, "/v1/completions", "-d", '{"prompt": [1, 99999999]}'), 400,
                  param="prompt[1]")
+    expect_error(curl(srv, chat, "-d", "{%s, \"n\": 3}" % hello), 400, param="n",
+                 contains="send one request per choice")
     with tempfile.NamedTemporaryFile(suffix=".json") as bad_utf8:
         bad_utf8.write(b'{"messages": [{"role": "user", "content": "\xff"}], "max_tokens": 2}')
         bad_utf8.flush()
@@ -389,7 +392,7 @@ def test_curl_error_cases(srv, args):
         big.flush()
         expect_error(curl(srv, "/v1/completions", "--data-binary", "@" + big.name), 413)
         expect_error(curl(srv, "/v1/completions", "-H", "Expect:", "--data-binary",
-                          "@" + big.name), 413)
+                          "@" + big.name), 413, contains="a larger --max-body")
     expect_error(curl(srv, "/v1/nope"), 404)
     expect_error(curl(srv, "/v1/models/other-model"), 404)
     expect_error(curl(srv, "/v1/nope", "-d", "{}"), 404)
@@ -573,12 +576,105 @@ def test_logprobs(srv, args):
     assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == 4, lp
     assert all(len(alternatives) <= 2 for alternatives in lp["top_logprobs"]), lp
     assert "".join(lp["tokens"]) == body["choices"][0]["text"], lp
-    stream = srv.client().chat.completions.create(model="any", messages=CAPITAL, max_tokens=4,
-                                                  temperature=0, logprobs=True, stream=True)
-    last = [c for c in stream if c.choices and c.choices[0].finish_reason][-1]
-    assert len(last.choices[0].logprobs.content) >= 1, last
     status, plain = srv.post("/v1/completions", {"prompt": "Hi", "max_tokens": 2})
     assert plain["choices"][0]["logprobs"] is None, plain
+
+
+def stream_events(srv, path, payload):
+    """The JSON payloads of a streamed response, [DONE] excluded."""
+    req = urllib.request.Request(srv.url(path), data=json.dumps(dict(payload, stream=True)).encode(),
+                                 headers={"Content-Type": "application/json"})
+    events = []
+    with urllib.request.urlopen(req, timeout=120) as r:
+        for line in r:
+            line = line.strip()
+            if line.startswith(b"data: ") and line != b"data: [DONE]":
+                events.append(json.loads(line[len(b"data: "):]))
+    return events
+
+
+def chat_entries(logprobs):
+    return logprobs["content"] if logprobs else []
+
+
+def completion_entries(logprobs):
+    """Completions' parallel arrays as one entry per token."""
+    if not logprobs:
+        return []
+    return [{"token": t, "logprob": lp, "top_logprobs": top, "text_offset": off}
+            for t, lp, top, off in zip(logprobs["tokens"], logprobs["token_logprobs"],
+                                       logprobs["top_logprobs"], logprobs["text_offset"])]
+
+
+def check_streamed_logprobs(srv, path, payload, text_of, entries_of, token_bytes):
+    """Streams `payload` and checks its logprobs against the whole response: the same entries,
+    each sent with the chunk that releases the end of its text. Returns the whole body."""
+    status, whole = srv.post(path, payload)
+    assert status == 200, whole
+    events = stream_events(srv, path, payload)
+    choices = [e["choices"][0] for e in events if e.get("choices")]
+    streamed, released_text, released_tokens = [], b"", b""
+    finish = [c for c in choices if c["finish_reason"]]
+    assert len(finish) == 1 and finish[0]["finish_reason"] == whole["choices"][0]["finish_reason"]
+    assert finish[0]["logprobs"] is None, finish[0]  # nothing left for the finish chunk
+    whole_entries = entries_of(whole["choices"][0]["logprobs"])
+    text_chunks = [c for c in choices if not c["finish_reason"]]
+    for i, c in enumerate(text_chunks):
+        entries = entries_of(c["logprobs"])
+        streamed += entries
+        released_text += (text_of(c) or "").encode()
+        released_tokens += b"".join(token_bytes(e) for e in entries)
+        if i + 1 < len(text_chunks) or finish[0]["finish_reason"] == "length":
+            # Not early: every token sent has all its text out; not late: the next one has not.
+            assert released_text.startswith(released_tokens), (released_text, released_tokens)
+            if len(streamed) < len(whole_entries):
+                following = token_bytes(whole_entries[len(streamed)])
+                assert not following or \
+                    not released_text.startswith(released_tokens + following), (c, following)
+    assert streamed == whole_entries, (streamed, whole_entries)
+    assert released_text.decode() == text_of(whole["choices"][0]), (released_text, whole)
+    return whole
+
+
+def test_logprobs_stream_with_their_chunks(srv, args):
+    """Streamed logprobs come chunk by chunk and add up to the non-streamed ones, also when a
+    stop string cuts a token in two: that token is sent with the last chunk, the stop string's
+    other tokens are not sent at all."""
+    chat = {"messages": CAPITAL, "max_tokens": 12, "temperature": 0, "logprobs": True,
+            "top_logprobs": 2, "cache_prompt": False}
+    completion = {"prompt": "The first five planets from the sun are", "max_tokens": 16,
+                  "temperature": 0, "logprobs": 2, "cache_prompt": False}
+    chat_text = lambda c: c["message"]["content"] if "message" in c else c["delta"].get("content")
+    chat_bytes = lambda e: bytes(e["bytes"])
+    completion_bytes = lambda e: e["token"].encode()
+    for path, payload, text_of, entries_of, token_bytes in (
+            ("/v1/chat/completions", chat, chat_text, chat_entries, chat_bytes),
+            ("/v1/completions", completion, lambda c: c["text"], completion_entries,
+             completion_bytes)):
+        whole = check_streamed_logprobs(srv, path, payload, text_of, entries_of, token_bytes)
+        entries = entries_of(whole["choices"][0]["logprobs"])
+        assert len(entries) == whole["usage"]["completion_tokens"], (entries, whole["usage"])
+        # A stop string that begins one byte into an ASCII token of two bytes or more and
+        # reaches into the next token.
+        pieces = [token_bytes(e) for e in entries]
+        full = b"".join(pieces)
+        cut = None
+        for j in range(1, len(pieces) - 1):
+            start = sum(len(p) for p in pieces[:j]) + 1
+            stop = full[start:start + len(pieces[j]) + 1]
+            if len(pieces[j]) >= 2 and pieces[j].isascii() and stop.isascii() and \
+                    full.find(stop) == start:
+                cut = (j, start, stop.decode())
+                break
+        assert cut is not None, "no stop string candidate in %r" % full
+        j, start, stop = cut
+        stopped = check_streamed_logprobs(srv, path, dict(payload, stop=stop), text_of,
+                                          entries_of, token_bytes)
+        assert text_of(stopped["choices"][0]).encode() == full[:start], (stopped, stop)
+        assert stopped["choices"][0]["finish_reason"] == "stop", stopped
+        # The cut token is the last one listed; the rest of the stop string's are not.
+        assert entries_of(stopped["choices"][0]["logprobs"]) == entries[:j + 1], (stopped, stop)
+        assert stopped["usage"]["completion_tokens"] > j + 1, stopped["usage"]
 
 
 def test_budget_without_max_tokens_counts_prompt_plus_128(srv, args):
@@ -916,7 +1012,7 @@ def main():
                test_sessions_divergent_history_never_reuses,
                test_sessions_concurrent_conversations_are_isolated,
                test_tokenize_and_detokenize, test_penalties_and_logit_bias_change_the_output,
-               test_logprobs,
+               test_logprobs, test_logprobs_stream_with_their_chunks,
                test_budget_without_max_tokens_counts_prompt_plus_128, test_metrics]
     standalone = [test_admission_control, test_api_key, test_sessions_bounded_by_count_and_ttl,
                   test_sessions_50_come_and_go_under_the_memory_limit]
