@@ -78,6 +78,7 @@ int Chat(const ChatFlags& f) {
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   so.on_prefill_chunk = PrefillProgressLine();
+  ApplyReconstruction(f.kv, *m.tokenizer, document, pool, so);
   Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
 
   const bool interactive = isatty(STDIN_FILENO) != 0;

@@ -118,6 +118,7 @@ int Run(const RunFlags& f) {
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   so.on_prefill_chunk = PrefillProgressLine();
+  ApplyReconstruction(f.kv, *m.tokenizer, text, pool, so);
   Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
   Session& session = conversation.session();
   if (session.policy_cache() == nullptr && f.kv.policy != "full") {

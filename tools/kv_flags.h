@@ -8,6 +8,7 @@
 #include "engine/session.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_config.h"
+#include "tokenizer/tokenizer.h"
 
 namespace qevict::cli {
 
@@ -16,6 +17,7 @@ struct KvFlags {
   std::string policy = "full";  // the CLI's default is the uncompressed cache
   std::string recovery = "paper";
   std::string score = "cumulative";
+  std::string score_source = "reconstruction";
   double ratio = -1.0;  // --kv-ratio: share of the cache removed (kvpress); < 0: not given
   bool stats = false;
   bool json = false;
@@ -35,6 +37,12 @@ void AddKvFlags(CLI::App& cmd, KvFlags& flags, const KvFlagSet& set = {});
 // With --kv-prefill-chunk, prompts are fed in chunks of that size and routed between them.
 void ApplyPrefillChunk(const KvFlags& flags, SessionOptions& options);
 KvCacheFactory MakeKvCacheFactory(const KvFlags& flags);
+// qevict-zip / kvzip with --kv-score-source reconstruction: once the first prompt is stored and
+// before its end is routed, `context` is repeated over the cache (engine/reconstruction.h) and
+// the cost said on stderr. Without a context the first step has no reconstruction scores (said
+// on stderr): qevict-zip then ranks like qevict, kvzip keeps the newest windows.
+void ApplyReconstruction(const KvFlags& flags, const Tokenizer& tokenizer,
+                         const std::string& context, ThreadPool& pool, SessionOptions& options);
 // With --kv-stats (or --json): a short summary on stderr (budget, resident, reserved, saved vs
 // the full cache in MiB and %, tiers, promotions, the process RSS, a peak over the budget
 // flagged), then with --json the raw statistics as one JSON line.

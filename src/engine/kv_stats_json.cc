@@ -43,6 +43,7 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
     j["sliding_layers"] = s.sliding_layers;
     j["sliding_window"] = s.sliding_window;
   }
+  if (s.prior_seconds > 0.0) j["prior_s"] = s.prior_seconds;
   if (!s.note.empty()) j["note"] = s.note;
   // The process as the OS sees it, read now: what a user's `top` shows beside the cache's ledger.
   const MemoryStats process = ReadMemoryStats();

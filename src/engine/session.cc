@@ -125,6 +125,7 @@ std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
                    scratch_, *pool_);
     position_ += n;
     done += n;
+    if (last && options_.before_prompt_end) options_.before_prompt_end(*this);
     cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, *pool_);
     if (options_.on_prefill_chunk) {
       options_.on_prefill_chunk(static_cast<int64_t>(done), static_cast<int64_t>(tokens.size()),

@@ -19,12 +19,19 @@ namespace qevict {
 using KvCacheFactory =
     std::function<std::unique_ptr<KvCache>(const KvGeometry& geometry, const Rope& rope)>;
 
+class Session;
+
 struct SessionOptions {
   int64_t n_ctx = 0;         // tokens this session may hold in total (prompt + generated)
   int prefill_chunk = 256;   // tokens per forward pass while prefilling (each ends in EndBatch)
   // Called after every prefill chunk with the tokens of this Prefill call done so far and its
   // total (a progress line for long prompts); may be empty.
   std::function<void(int64_t done, int64_t total, const KvCache& cache)> on_prefill_chunk;
+  // Called once a prompt's last chunk is stored and before the cache is told the prompt ended
+  // (before its routing step), with the session at the position after the prompt: a
+  // read-only pass over the cache can hand the cache scores for that step
+  // (engine/reconstruction.h). May be empty.
+  std::function<void(Session& session)> before_prompt_end;
 };
 
 struct SessionTimings {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "engine/kv_stats_json.h"
+#include "engine/reconstruction.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "eval/answer_match.h"
@@ -320,6 +321,29 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
   const double prefill_seconds = Since(t0);
   const auto& prefix_cache = dynamic_cast<const TieredCache&>(*prefix->policy_cache());
 
+  // Reconstruction scoring (qevict-zip, kvzip; engine/reconstruction.h): the task's context
+  // repeated over the cache once its first prompt is stored. Prompt-end rows share one pass over
+  // the prefix (its scores travel with every fork); bounded rows run their own before their
+  // prompt's end is routed. Rows that use it report its cost.
+  const std::vector<int32_t> repeat_prompt = RepeatPromptTokens(*model.tokenizer);
+  const std::vector<int32_t> context_tokens =
+      model.tokenizer->Encode(task.context, /*add_bos=*/false, /*parse_special=*/false);
+  auto external = [&](const KvConfig& config) {
+    return config.policy != "full" && MakePolicy(config)->wants_external_scores();
+  };
+  auto reconstructs = [&](const KvConfig& config) {
+    return external(config) && config.score_source == ScoreSource::kReconstruction;
+  };
+  std::optional<ReconstructionCost> prefix_reconstruction;
+  auto reconstruct_prefix = [&](const KvConfig& config) {
+    if (!prefix_reconstruction) {
+      if (context_tokens.empty()) throw Error("task " + task.id + " has no context to reconstruct");
+      prefix_reconstruction = ScoreByReconstruction(*prefix, repeat_prompt, context_tokens,
+                                                    config.reconstruction_chunk, pool);
+    }
+    return *prefix_reconstruction;
+  };
+
   // A policy whose cache has another window (kivi's 32-token key groups: PolicyLayout) forks
   // from a prefix of that layout, read once per instance when first needed (the prompt's logits
   // do not depend on the window: fp16 windows attend bit-identically to the full cache).
@@ -353,9 +377,19 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     std::optional<Session> own;  // bounded: this row's own chunked prefill
     std::vector<float> own_logits;
     double own_prefill_seconds = 0.0;
+    const bool reconstruction = reconstructs(config);
+    std::optional<ReconstructionCost> reconstruction_cost;
     if (bounded) {
       SessionOptions chunked = options;
       chunked.prefill_chunk = config.ForwardBatch(options.prefill_chunk);
+      if (reconstruction) {
+        chunked.before_prompt_end = [&](Session& s) {
+          if (reconstruction_cost) return;  // the first prompt only
+          if (context_tokens.empty()) throw Error("task " + task.id + " has no context to reconstruct");
+          reconstruction_cost = ScoreByReconstruction(s, repeat_prompt, context_tokens,
+                                                      config.reconstruction_chunk, pool);
+        };
+      }
       own.emplace(*model.model, pool, chunked, [&](const KvGeometry& g, const Rope& r) {
         return CreateKvCache(config, g, r);
       });
@@ -371,6 +405,7 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     const TieredCache* base_cache =
         needs_base ? &dynamic_cast<const TieredCache&>(*base->policy_cache()) : nullptr;
     std::optional<Session> forked;
+    if (!bounded && reconstruction) reconstruction_cost = reconstruct_prefix(config);
     if (!bounded) {
       forked.emplace(*base, [&](const KvCache&, const Rope& r) {
         return ForkKvCache(*base_cache, config, r, pool);
@@ -393,6 +428,13 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     row["prefill_mode"] = planned.prefill_mode;
     row["protocol"] = EvalProtocolName(settings.protocol);
     row["prefill_chunk"] = bounded ? config.prefill_chunk : 0;
+    row["score_source"] =
+        external(config) ? json(ScoreSourceName(config.score_source)) : json(nullptr);
+    row["reconstruction_s"] = reconstruction_cost ? json(reconstruction_cost->seconds) : json(nullptr);
+    row["reconstruction_tokens"] =
+        reconstruction_cost ? json(reconstruction_cost->tokens) : json(nullptr);
+    row["reconstruction_scratch_bytes"] =
+        reconstruction_cost ? json(reconstruction_cost->scratch_bytes) : json(nullptr);
     on_row(std::move(row));
     return out;
   };

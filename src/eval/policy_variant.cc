@@ -47,12 +47,18 @@ KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
       c.query_kernel = static_cast<int>(ParseNumber(spec, key, value));
     } else if (key == "snapkv_kernel") {
       c.snapkv_kernel = static_cast<int>(ParseNumber(spec, key, value));
+    } else if (key == "score_source") {
+      c.score_source = ParseScoreSource(value);
+    } else if (key == "reconstruction_chunk") {
+      c.reconstruction_chunk = static_cast<int>(ParseNumber(spec, key, value));
+    } else if (key == "expected_future") {
+      c.expected_future = static_cast<int>(ParseNumber(spec, key, value));
     } else if (key == "pyramid_beta") {
       c.pyramid_beta = ParseNumber(spec, key, value);
     } else {
       throw Error("policy variant '" + spec + "': unknown key '" + key +
                   "' (recovery, route_every, q_share, prefill_q_share, hysteresis, query_kernel, snapkv_kernel, "
-                  "pyramid_beta, h2o_recent_share)");
+                  "pyramid_beta, h2o_recent_share, score_source, reconstruction_chunk, expected_future)");
     }
   }
   try {

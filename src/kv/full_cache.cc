@@ -114,3 +114,23 @@ KvStats FullCache::Stats() const {
 }
 
 }  // namespace qevict
+
+namespace qevict {
+
+void FullCache::DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                           std::vector<int32_t>* positions) const {
+  const int hd = geo_.head_dim, n_kv = geo_.n_kv_heads;
+  const int64_t n = count_[layer];
+  const int64_t row = int64_t{n_kv} * hd;
+  keys->assign(n * row, 0.0f);
+  values->assign(n * row, 0.0f);
+  positions->assign(pos_.begin(), pos_.begin() + n);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int h = 0; h < n_kv; ++h) {
+      Fp16ToFp32Row(k_row(layer, h, t), keys->data() + t * row + h * hd, hd);
+      Fp16ToFp32Row(v_row(layer, h, t), values->data() + t * row + h * hd, hd);
+    }
+  }
+}
+
+}  // namespace qevict

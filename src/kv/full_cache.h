@@ -23,6 +23,8 @@ class FullCache : public KvCache {
   void LoadState(ByteReader& in) override;
   const KvGeometry& geometry() const override { return geo_; }
   int64_t n_tokens() const override { return count_.back(); }
+  void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                  std::vector<int32_t>* positions) const override;
 
   // Appends n tokens to a layer from fp16 rows: keys already rotated, row i of head h at
   // k[(h * rows_per_head + i) * head_dim] (the block layout of the tiered cache), values alike.

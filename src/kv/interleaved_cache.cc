@@ -102,3 +102,16 @@ const KvCache* PolicyCacheOf(const KvCache& cache) {
 }
 
 }  // namespace qevict
+
+namespace qevict {
+
+void InterleavedCache::DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                                  std::vector<int32_t>* positions) const {
+  if (sliding_[layer]) {
+    rings_->DenseLayer(index_[layer], keys, values, positions);
+  } else {
+    global_->DenseLayer(index_[layer], keys, values, positions);
+  }
+}
+
+}  // namespace qevict

@@ -39,6 +39,9 @@ class InterleavedCache : public KvCache {
   void LoadState(ByteReader& in) override;
   const KvGeometry& geometry() const override { return geo_; }
   int64_t n_tokens() const override { return rings_->tokens_seen(); }
+  // Model layer `layer`: its ring (oldest first) or the global cache's layer.
+  void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                  std::vector<int32_t>* positions) const override;
 
   KvCache* global() { return global_.get(); }
   const KvCache* global() const { return global_.get(); }

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/rope.h"
 #include "util/byte_stream.h"
@@ -80,6 +82,9 @@ struct KvStats {
   int64_t reserved_bytes = 0;
   int64_t peak_reserved_bytes = 0;  // max of reserved_bytes over the run
   int64_t compaction_moves = 0;     // blocks moved to return emptied slabs to the OS
+  // Wall time the cache spent computing key-norm / expected-attention window scores
+  // (KvConfig::score_source) at the first prompt end; 0 for every other policy.
+  double prior_seconds = 0.0;
   // Max of reserved_bytes right after each routing step (compaction done): what the cache keeps
   // mapped in its steady state, <= 1.25 x max(budget, floor) + 1 MiB (docs/kv-cache.md, "Memory").
   int64_t routed_reserved_peak_bytes = 0;
@@ -139,6 +144,14 @@ class KvCache {
   }
 
   virtual const KvGeometry& geometry() const = 0;
+  // The resident keys (after RoPE) and values of one layer in fp32 as attention sees them, in
+  // attention order, with their positions; keys/values: [tokens][n_kv_heads][head_dim]. For
+  // read-only passes over the cache (reconstruction scoring: engine/reconstruction.h), tests and
+  // diagnostics. Caches that cannot tell throw.
+  virtual void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                          std::vector<int32_t>* positions) const {
+    throw std::logic_error("this KV cache does not expose its contents");
+  }
   virtual int64_t n_tokens() const = 0;  // tokens stored so far in this run
 };
 

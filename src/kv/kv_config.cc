@@ -43,7 +43,8 @@ std::optional<int64_t> KvConfig::GlobalBudgetBytes(int64_t run_tokens,
 const std::vector<std::string_view>& KnownKvPolicyNames() {
   static const std::vector<std::string_view> names = {
       "full", "streaming", "h2o",  "tova", "snapkv",
-      "pyramidkv", "kivi", "mikv", "qevict", "qevict-qa"};
+      "pyramidkv", "kivi", "mikv", "qevict", "qevict-qa",
+      "qevict-zip", "kvzip"};
   return names;
 }
 
@@ -94,8 +95,28 @@ void KvConfig::Validate() const {
           "h2o recent share must be in [0, 1], got " + std::to_string(h2o_recent_share));
   Require(snapkv_kernel >= 1 && snapkv_kernel % 2 == 1,
           "snapkv pooling kernel must be odd and >= 1, got " + std::to_string(snapkv_kernel));
+  Require(reconstruction_chunk >= 16,
+          "reconstruction_chunk must be >= 16 tokens, got " + std::to_string(reconstruction_chunk));
+  Require(expected_future >= 1,
+          "expected_future must be >= 1 position, got " + std::to_string(expected_future));
   Require(std::isfinite(pyramid_beta) && pyramid_beta >= 1.0,
           "pyramidkv beta must be >= 1, got " + std::to_string(pyramid_beta));
+}
+
+ScoreSource ParseScoreSource(std::string_view text) {
+  if (text == "reconstruction") return ScoreSource::kReconstruction;
+  if (text == "expected-attention") return ScoreSource::kExpectedAttention;
+  if (text == "key-norm") return ScoreSource::kKeyNorm;
+  throw Error("--kv-score-source must be 'reconstruction', 'expected-attention' or 'key-norm', got '" +
+              std::string(text) + "'");
+}
+
+const char* ScoreSourceName(ScoreSource source) {
+  switch (source) {
+    case ScoreSource::kExpectedAttention: return "expected-attention";
+    case ScoreSource::kKeyNorm: return "key-norm";
+    default: return "reconstruction";
+  }
 }
 
 RecoveryFidelity ParseRecoveryFidelity(std::string_view text) {
@@ -126,7 +147,7 @@ const char* ScoreModeName(ScoreMode mode) {
 
 const std::vector<KvOptionDoc>& KvOptionDocs() {
   static const std::vector<KvOptionDoc> docs = {
-      {"--kv-policy", "qevict", "cache policy: full streaming h2o tova snapkv pyramidkv kivi mikv qevict qevict-qa", false},
+      {"--kv-policy", "qevict", "cache policy: full streaming h2o tova snapkv pyramidkv kivi mikv qevict qevict-qa qevict-zip kvzip", false},
       {"--kv-budget", "1.0", "resident KV bytes as a fraction of the fp16 cache of prompt + new tokens (1.0 = no limit)", false},
       {"--kv-budget-bytes", "-1", "absolute cap on resident KV bytes (replaces --kv-budget)", false},
       {"--kv-bits", "2", "bit-width of the quantized tier: 2, 4 or 8", false},
@@ -140,6 +161,9 @@ const std::vector<KvOptionDoc>& KvOptionDocs() {
       {"--kv-hysteresis", "0", "a quantized window is promoted only if its score beats the fp16 window's by this fraction", true},
       {"--kv-prefill-q-share", "1", "qevict/qevict-qa between prompt chunks (bounded prefill): the quantized tier's share of the band, so that windows are archived rather than evicted before the prompt's end ranks them", true},
       {"--kv-query-kernel", "7", "qevict-qa: max-pool kernel over the question's token attention (SnapKV's, like snapkv_kernel)", false},
+      {"--kv-score-source", "reconstruction", "qevict-zip/kvzip: scores of the first routing: reconstruction (KVzip), expected-attention, key-norm", false},
+      {"(config) reconstruction_chunk", "512", "reconstruction scoring: context tokens per forward pass", true},
+      {"(config) expected_future", "512", "expected attention: future positions the query statistics are projected over", true},
       {"--kv-score", "cumulative", "importance: cumulative (H2O), decay, normalized (ZipCache)", true},
       {"(config) score_decay", "0.95", "per-query decay factor of --kv-score decay", true},
       {"(config) value_group", "32", "values are quantized per token in groups of this many channels", true},

@@ -29,6 +29,14 @@ enum class ScoreMode {
   kNormalized,  // sum divided by the number of queries that could attend the window (ZipCache)
 };
 
+// Where the window scores of a policy that routes on external scores (qevict-zip, kvzip) come
+// from at the end of the run's first prompt (docs/kv-cache.md, "Score sources").
+enum class ScoreSource {
+  kReconstruction,     // KVzip: max attention from a reconstruction pass (engine/reconstruction.h)
+  kExpectedAttention,  // Expected Attention: recent queries' statistics projected forward with RoPE
+  kKeyNorm,            // L2 norm of the keys: low norm = important
+};
+
 struct KvConfig {
   std::string policy = "qevict";  // see PolicyNames() (src/policy/registry.h)
 
@@ -62,6 +70,10 @@ struct KvConfig {
   // qevict-qa: max-pool kernel over the question's token attention (SnapKV's 7 by default, the
   // same as snapkv_kernel; src/policy/qevict_qa_policy.cc).
   int query_kernel = 7;
+  // qevict-zip / kvzip: the score source of the first routing step, and its parameters.
+  ScoreSource score_source = ScoreSource::kReconstruction;
+  int reconstruction_chunk = 512;  // context tokens per reconstruction forward pass (choice)
+  int expected_future = 512;       // expected attention: future positions averaged over (choice)
   std::string cold_store_dir;  // exact recovery: directory of the cold-store file ("" = $TMPDIR or /tmp)
 
   // Baseline parameters.
@@ -103,6 +115,9 @@ struct KvConfig {
 
 RecoveryFidelity ParseRecoveryFidelity(std::string_view text);  // "paper" | "exact"; throws Error
 ScoreMode ParseScoreMode(std::string_view text);  // "cumulative" | "decay" | "normalized"; throws
+// "reconstruction" | "expected-attention" | "key-norm"; throws Error
+ScoreSource ParseScoreSource(std::string_view text);
+const char* ScoreSourceName(ScoreSource source);
 const char* RecoveryFidelityName(RecoveryFidelity fidelity);
 const char* ScoreModeName(ScoreMode mode);
 

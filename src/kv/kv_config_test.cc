@@ -74,6 +74,12 @@ TEST(KvConfig, RejectsBadValuesWithClearMessages) {
   c = KvConfig{};
   c.budget_bytes = 0;
   ExpectRejected(c, "--kv-budget-bytes");
+  c = KvConfig{};
+  c.reconstruction_chunk = 8;
+  ExpectRejected(c, "reconstruction_chunk");
+  c = KvConfig{};
+  c.expected_future = 0;
+  ExpectRejected(c, "expected_future");
 }
 
 TEST(KvConfig, ParsesEnumsAndListsOptions) {
@@ -82,8 +88,15 @@ TEST(KvConfig, ParsesEnumsAndListsOptions) {
   EXPECT_EQ(ParseRecoveryFidelity("exact"), RecoveryFidelity::kExact);
   EXPECT_THROW(ParseScoreMode("sum"), Error);
   EXPECT_THROW(ParseRecoveryFidelity("lossy"), Error);
-  EXPECT_EQ(KnownKvPolicyNames().size(), 10u);
-  EXPECT_EQ(KnownKvPolicyNames().back(), "qevict-qa");
+  EXPECT_EQ(ParseScoreSource("reconstruction"), ScoreSource::kReconstruction);
+  EXPECT_EQ(ParseScoreSource("expected-attention"), ScoreSource::kExpectedAttention);
+  EXPECT_EQ(ParseScoreSource("key-norm"), ScoreSource::kKeyNorm);
+  EXPECT_STREQ(ScoreSourceName(ScoreSource::kKeyNorm), "key-norm");
+  EXPECT_THROW(ParseScoreSource("kvzip"), Error);
+  EXPECT_EQ(KnownKvPolicyNames().size(), 12u);
+  EXPECT_EQ(KnownKvPolicyNames()[9], "qevict-qa");
+  EXPECT_EQ(KnownKvPolicyNames()[10], "qevict-zip");
+  EXPECT_EQ(KnownKvPolicyNames().back(), "kvzip");
   bool q_share_is_choice = false;
   for (const KvOptionDoc& d : KvOptionDocs()) {
     if (std::string(d.flag) == "--kv-q-share") q_share_is_choice = d.our_choice;

@@ -42,6 +42,12 @@ struct LayerBand {
   std::span<const float> observation;
   std::span<const int64_t> observation_offsets;
   int observation_heads = 1;
+  // Window scores computed outside the attention pass and handed to the cache before this
+  // routing step (TieredCache::SetExternalScores: reconstruction scoring, engine/reconstruction.h;
+  // or by the cache itself at a prompt end for key-norm and expected-attention sources,
+  // kv/window_priors.h), indexed by window index (entries of windows they do not cover, or of
+  // evicted ones, are 0). Empty when none was given since the last routing step that consumed them.
+  std::span<const float> external;
   // The recent windows (indices first_recent_index, +1, ...): never routed, shown so that a
   // policy can read their scores (e.g. to snapshot them at a prompt end).
   std::span<const BandWindow> recent;
@@ -84,6 +90,9 @@ class Policy {
   virtual bool wants_scores() const { return true; }
   // Whether the cache must provide LayerBand::observation after prompt batches.
   virtual bool wants_observation() const { return false; }
+  // Whether the policy routes on external window scores (LayerBand::external) at a prompt end;
+  // with KvConfig::score_source key-norm or expected-attention the cache computes them itself.
+  virtual bool wants_external_scores() const { return false; }
   // Whether the policy ever puts a window in the quantized tier (sizes what the cache may map).
   virtual bool quantizes() const { return false; }
   // Relative share of the total band budget for each layer (default: equal shares).

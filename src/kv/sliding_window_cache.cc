@@ -174,3 +174,29 @@ void SlidingWindowCache::Commit(Ring& r) {
 }
 
 }  // namespace qevict
+
+namespace qevict {
+
+void SlidingWindowCache::DenseLayer(int layer, std::vector<float>* keys,
+                                    std::vector<float>* values,
+                                    std::vector<int32_t>* positions) const {
+  const Ring& r = layers_[layer];
+  const int hd = geo_.head_dim, n_kv = geo_.n_kv_heads;
+  const int64_t n = Held(r);
+  const int64_t row = int64_t{n_kv} * hd;
+  keys->assign(n * row, 0.0f);
+  values->assign(n * row, 0.0f);
+  positions->assign(n, 0);
+  const int64_t oldest = Oldest(r);
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t slot = (oldest + t) % slots_;
+    (*positions)[t] = r.pos[slot];
+    for (int h = 0; h < n_kv; ++h) {
+      const size_t at = (static_cast<size_t>(h) * slots_ + slot) * hd;
+      Fp16ToFp32Row(r.k.data() + at, keys->data() + t * row + h * hd, hd);
+      Fp16ToFp32Row(r.v.data() + at, values->data() + t * row + h * hd, hd);
+    }
+  }
+}
+
+}  // namespace qevict

@@ -36,6 +36,10 @@ class SlidingWindowCache {
   void Store(int layer, int n, const int32_t* pos, const float* k, const float* v);
   void Attend(int layer, int n, const int32_t* pos, const float* q, float* out, ThreadPool& pool);
 
+  // The ring's keys (after RoPE) and values in fp32, oldest first, with their positions
+  // ([tokens][n_kv_heads][head_dim]); nothing staged.
+  void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                  std::vector<int32_t>* positions) const;
   int window() const { return window_; }
   int n_layers() const { return geo_.n_layers; }
   int64_t tokens_seen() const { return layers_.empty() ? 0 : layers_.back().count; }

@@ -127,7 +127,9 @@ void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
     l.windows.clear();
     l.evicted = 0;
     l.obs_filled = l.obs_next = 0;
+    l.external = {};
   }
+  priors_done_ = false;
   stats_ = KvStats{};
   peak_reserved_ = 0;
   tokens_at_route_ = 0;

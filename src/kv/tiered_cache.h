@@ -98,6 +98,16 @@ class TieredCache : public KvCache {
   // The observation buffer a policy that observes prompt ends holds (charged to the budget).
   static int64_t ObservationBytesFor(const KvConfig& config, const KvGeometry& geometry);
 
+  // Window scores computed outside the cache (reconstruction scoring: engine/reconstruction.h),
+  // by window index, for the next routing step at a prompt end (LayerBand::external), which
+  // consumes them. A prefix cache kept for forks never routes: its forks copy them.
+  void SetExternalScores(int layer, std::vector<float> scores);
+  // Whether the policy routes on reconstruction scores, which the engine must compute and hand
+  // over (SetExternalScores) before the first prompt's end is routed.
+  bool wants_reconstruction() const {
+    return policy_->wants_external_scores() && config_.score_source == ScoreSource::kReconstruction;
+  }
+
   // Read-only diagnostics.
   WindowView View(int layer) const;
   const KvConfig& config() const { return config_; }
@@ -110,7 +120,7 @@ class TieredCache : public KvCache {
   // (quantized windows dequantized by the scalar reference path), in attention order, with their
   // positions. keys/values: [tokens][n_kv_heads][head_dim]. For tests and diagnostics.
   void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
-                  std::vector<int32_t>* positions) const;
+                  std::vector<int32_t>* positions) const override;
 
  private:
   struct WindowRecord {     // metadata of one resident window, charged to the budget
@@ -132,6 +142,9 @@ class TieredCache : public KvCache {
     std::vector<float> obs_queries;     // [snapkv_window][n_heads][head_dim]
     std::vector<int32_t> obs_pos;       // [snapkv_window]
     int obs_filled = 0, obs_next = 0;
+    // External window scores for the next prompt-end routing step (SetExternalScores, or the
+    // key-norm / expected-attention priors), by window index; empty once consumed.
+    std::vector<float> external;
   };
 
   // Layout (tiered_cache.cc) and the byte ledger (tiered_ledger.cc).
@@ -167,6 +180,8 @@ class TieredCache : public KvCache {
   void ComputeObservation(int layer, std::vector<float>* tokens) const;
   void HoldObservation();     // allocates the observation buffers, empty
   void ReleaseObservation();  // frees them (after the prompt end's routing step used them)
+  // Key-norm or expected-attention window scores of a layer (tiered_priors.cc).
+  void ComputePriors(int layer, std::vector<float>* scores) const;
 
   // Routing (tiered_routing.cc).
   void Route(BatchKind trigger, ThreadPool& pool);
@@ -198,6 +213,9 @@ class TieredCache : public KvCache {
   bool obs_held_ = false;
   bool remember_queries_ = false;
   bool for_forks_ = false;    // KeepStatisticsForForks(): score and observe, never route
+  // The run's first prompt end has been routed: it alone takes external scores (handed over or
+  // computed as key-norm / expected-attention priors).
+  bool priors_done_ = false;
   BatchKind last_batch_ = BatchKind::kGenerated;  // the kind of the last EndBatch
 
   // Run state.

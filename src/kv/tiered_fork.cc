@@ -40,6 +40,7 @@ std::unique_ptr<TieredCache> TieredCache::Fork(const KvConfig& config,
     to.obs_pos = from.obs_pos;
     to.obs_filled = from.obs_filled;
     to.obs_next = from.obs_next;
+    to.external = from.external;
   }
   std::copy(pos_.begin(), pos_.begin() + layers_.front().count, fork->pos_.begin());
 

@@ -2,38 +2,16 @@
 // its plan, and apply it (evict, demote, promote), returning memory before taking any so the
 // resident bytes move monotonically from before to after.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "kernels/attention.h"
 #include "kv/quant_attention.h"
 #include "kv/tiered_cache.h"
+#include "kv/window_priors.h"
 #include "util/error.h"
 
 namespace qevict {
-namespace {
-
-// Inverse of Rope::Apply for one head vector (keys are stored after RoPE in fp16 windows and
-// quantized before RoPE).
-void UnRotate(const Rope& rope, float* x, int32_t pos) {
-  const float* c = rope.cos_at(pos);
-  const float* s = rope.sin_at(pos);
-  const int half = rope.config().rot_dims / 2;
-  if (rope.config().neox) {
-    for (int i = 0; i < half; ++i) {
-      const float a = x[i], b = x[i + half];
-      x[i] = a * c[i] + b * s[i];
-      x[i + half] = b * c[i] - a * s[i];
-    }
-  } else {
-    for (int i = 0; i < half; ++i) {
-      const float a = x[2 * i], b = x[2 * i + 1];
-      x[2 * i] = a * c[i] + b * s[i];
-      x[2 * i + 1] = b * c[i] - a * s[i];
-    }
-  }
-}
-
-}  // namespace
 
 void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   const int n_layers = geo_.n_layers;
@@ -55,6 +33,24 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
     pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
       for (int64_t l = first; l < last; ++l) ComputeObservation(static_cast<int>(l), &observation_[l]);
     });
+  }
+  // External scores are for the run's first prompt end only (reconstruction handed over before
+  // it; key-norm and expected-attention priors computed here, before the observation buffer
+  // they read is freed); any given later are dropped.
+  const bool first_prompt_end = trigger == BatchKind::kPromptEnd && !priors_done_;
+  if (!first_prompt_end) {
+    for (LayerState& l : layers_) l.external = {};
+  }
+  if (budget_ && first_prompt_end && policy_->wants_external_scores() &&
+      config_.score_source != ScoreSource::kReconstruction) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
+      for (int64_t l = first; l < last; ++l) {
+        ComputePriors(static_cast<int>(l), &layers_[l].external);
+      }
+    });
+    stats_.prior_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   if (trigger != BatchKind::kGenerated) ReleaseObservation();
 
@@ -94,6 +90,7 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
     lb.observation_heads = geo_.n_kv_heads;
     lb.observation = observe ? std::span<const float>(observation_[l]) : std::span<const float>();
     lb.observation_offsets = observation_offsets_[l];
+    lb.external = state.external;
     lb.first_recent_index = band < state.windows.size() ? state.windows[band].index
                             : state.windows.empty()     ? 0
                                                         : state.windows.back().index + 1;
@@ -112,6 +109,10 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   context.routing_step = stats_.routing_steps;
   plan_.ResetTo(context);
   policy_->Route(context, &plan_);
+  if (trigger != BatchKind::kGenerated) {
+    for (LayerState& l : layers_) l.external = {};  // consumed by this prompt's routing step
+  }
+  if (first_prompt_end) priors_done_ = true;
 
   // A plan must fit each layer's band budget unless the policy declares it cannot.
   QEVICT_CHECK(plan_.targets.size() == static_cast<size_t>(n_layers));

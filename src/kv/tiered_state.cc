@@ -179,6 +179,10 @@ void TieredCache::LoadState(ByteReader& in) {
     in.Fail("malformed run state");
   }
   last_batch_ = static_cast<BatchKind>(last);
+  // A cache is saved after a prompt: once it has routed, its first prompt end (the one that
+  // takes external scores) is behind it.
+  priors_done_ = routed_;
+  for (LayerState& l : layers_) l.external = {};
   stats_ = LoadKvStats(in);
   // The budget and what the policy needs follow from the run's tokens, as when it was saved.
   SetBudget(prompt_tokens_, run_tokens_ - prompt_tokens_);

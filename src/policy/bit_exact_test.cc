@@ -76,7 +76,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qevict", 1, false, 0}, Case{"qevict", 3, true, 0},
                       Case{"h2o", 3, true, 256}, Case{"snapkv", 2, true, 256},
                       Case{"mikv", 1, true, 0}, Case{"tova", 3, true, 0},
-                      Case{"qevict-qa", 2, false, 0}, Case{"qevict-qa", 3, true, 0}));
+                      Case{"qevict-qa", 2, false, 0}, Case{"qevict-qa", 3, true, 0},
+                      Case{"qevict-zip", 2, false, 0}, Case{"qevict-zip", 3, true, 0},
+                      Case{"kvzip", 2, false, 0}));
 
 }  // namespace
 }  // namespace qevict

@@ -18,6 +18,8 @@ std::unique_ptr<Policy> MakeKiviPolicy(const KvConfig& config);
 std::unique_ptr<Policy> MakeMikvPolicy(const KvConfig& config);
 std::unique_ptr<Policy> MakeQevictPolicy(const KvConfig& config);
 std::unique_ptr<Policy> MakeQevictQaPolicy(const KvConfig& config);
+std::unique_ptr<Policy> MakeQevictZipPolicy(const KvConfig& config);
+std::unique_ptr<Policy> MakeKvzipPolicy(const KvConfig& config);
 // Keeps everything and routes nothing (prefix and shadow caches of the evaluator).
 std::unique_ptr<Policy> MakeKeepAllPolicy();
 

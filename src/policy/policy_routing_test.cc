@@ -20,6 +20,7 @@ struct SyntheticLayer {
   std::vector<float> observation;
   int heads = 1;
   std::vector<int64_t> offsets;
+  std::vector<float> external;  // by window index
   int64_t budget = 0;
 };
 
@@ -37,6 +38,7 @@ struct SyntheticContext {
       b.observation = l.observation;
       b.observation_offsets = l.offsets;
       b.observation_heads = l.heads;
+      b.external = l.external;
       b.recent = l.recent;
       b.budget_bytes = l.budget;
       b.first_recent_index = !l.recent.empty()   ? l.recent.front().index
@@ -342,6 +344,62 @@ TEST(PyramidKvPolicy, BudgetsDecreaseLinearlyWithDepth) {
   config.policy = "qevict";
   MakePolicy(config)->LayerBudgetWeights(30, &w);
   EXPECT_EQ(w, std::vector<double>(30, 1.0));
+}
+
+}  // namespace
+}  // namespace qevict
+
+namespace qevict {
+namespace {
+
+TEST(QevictZipPolicy, RanksByTheExternalScoreThenByMassSince) {
+  SyntheticContext sc;
+  // Budget 2000: one fp16 window, three quantized. Window 0 has the largest cumulative
+  // (prefill) score; the reconstruction ranks windows 2, 3, 4, 1, 0.
+  sc.layers = {Layer(std::vector<Tier>(5, T::kFp16), {9.0f, 1.0f, 1.0f, 1.0f, 1.0f}, 2000)};
+  sc.layers[0].external = {0.1f, 0.2f, 0.9f, 0.5f, 0.3f};
+  sc.config.policy = "qevict-zip";
+  std::unique_ptr<Policy> policy = MakePolicy(sc.config);
+  EXPECT_TRUE(policy->wants_external_scores());
+  EXPECT_TRUE(policy->quantizes());
+  EXPECT_FALSE(policy->wants_observation());  // reconstruction: no prompt queries needed
+  EXPECT_EQ(RouteWith("", sc, BatchKind::kPromptEnd, policy.get()),
+            (std::vector<Tier>{T::kEvicted, T::kQuant, T::kFp16, T::kQuant, T::kQuant}));
+  // Decoding (the scores were consumed): window 1 receives more attention mass since the prompt
+  // end (1.0) than the reconstruction gave window 2 (0.9): it is promoted, window 2 demoted.
+  sc.layers = {Layer({T::kQuant, T::kFp16, T::kQuant, T::kQuant}, {2.0f, 1.0f, 1.0f, 1.0f}, 2000)};
+  for (int j = 0; j < 4; ++j) sc.layers[0].windows[j].index = j + 1;
+  EXPECT_EQ(RouteWith("", sc, BatchKind::kGenerated, policy.get()),
+            (std::vector<Tier>{T::kFp16, T::kQuant, T::kQuant, T::kQuant}));
+}
+
+TEST(QevictZipPolicy, WithoutExternalScoresRanksByScoreAsQevict) {
+  SyntheticContext sc;
+  sc.layers = {Layer(std::vector<Tier>(4, T::kFp16), {4.0f, 1.0f, 3.0f, 2.0f}, kFp + 2 * kQ)};
+  const std::vector<Tier> zip = RouteWith("qevict-zip", sc, BatchKind::kPromptChunk);
+  EXPECT_EQ(zip, RouteWith("qevict", sc, BatchKind::kPromptChunk));
+  sc.config.score_source = ScoreSource::kExpectedAttention;
+  sc.config.policy = "qevict-zip";
+  EXPECT_TRUE(MakePolicy(sc.config)->wants_observation());  // expected attention reads queries
+}
+
+TEST(KvzipPolicy, KeepsTheHighestExternalScoresInFp16OnceThenNewestFirst) {
+  SyntheticContext sc;
+  sc.layers = {Layer(std::vector<Tier>(4, T::kFp16), {9.0f, 9.0f, 0.0f, 0.0f}, 2 * kFp)};
+  sc.layers[0].external = {0.1f, 0.8f, 0.2f, 0.9f};
+  sc.config.policy = "kvzip";
+  std::unique_ptr<Policy> policy = MakePolicy(sc.config);
+  EXPECT_TRUE(policy->wants_external_scores());
+  EXPECT_FALSE(policy->wants_observation());
+  EXPECT_EQ(RouteWith("", sc, BatchKind::kPromptEnd, policy.get()),
+            (std::vector<Tier>{T::kEvicted, T::kFp16, T::kEvicted, T::kFp16}));
+  // Later: a new window (index 4) is kept first; of the prompt's, the higher score stays.
+  sc.layers = {Layer({T::kFp16, T::kFp16, T::kFp16}, {0.0f, 0.0f, 0.0f}, 2 * kFp)};
+  sc.layers[0].windows[0].index = 1;
+  sc.layers[0].windows[1].index = 3;
+  sc.layers[0].windows[2].index = 4;
+  EXPECT_EQ(RouteWith("", sc, BatchKind::kGenerated, policy.get()),
+            (std::vector<Tier>{T::kEvicted, T::kFp16, T::kFp16}));
 }
 
 }  // namespace

@@ -11,102 +11,35 @@
 // window carries its prefill mass into the key. Windows created after that prompt end were not
 // observed; their key is all the mass they have received (all of it decode mass). A question
 // about an archived (quantized) window therefore ranks it back into fp16.
-#include <algorithm>
-
 #include "policy/observation_scores.h"
 #include "policy/policies.h"
-#include "policy/policy_state.h"
-#include "policy/tier_fill.h"
+#include "policy/snapshot_keys.h"
 
 namespace qevict {
 namespace {
 
-class QevictQaPolicy : public Policy {
+class QevictQaPolicy : public SnapshotQevictPolicy {
  public:
-  bool quantizes() const override { return true; }
   explicit QevictQaPolicy(const KvConfig& config)
-      : q_share_(config.q_share),
-        prefill_q_share_(config.prefill_q_share),
-        hysteresis_(static_cast<float>(config.hysteresis)),
-        kernel_(config.query_kernel) {}
+      : SnapshotQevictPolicy(config, "qevict-qa"), kernel_(config.query_kernel) {}
 
   bool wants_observation() const override { return true; }
 
-  void BeginRun() override {
-    observed_.clear();
-    base_.clear();
-  }
-
-  void SaveState(ByteWriter& out) const override {
-    SaveLayerTables(observed_, out);
-    SaveLayerTables(base_, out);
-  }
-
-  void LoadState(ByteReader& in, int n_layers) override {
-    observed_ = LoadLayerTables(in, n_layers, "qevict-qa observation");
-    base_ = LoadLayerTables(in, n_layers, "qevict-qa scores");
-    bool ok = observed_.size() == base_.size();
-    for (size_t l = 0; ok && l < base_.size(); ++l) ok = observed_[l].size() == base_[l].size();
-    if (!ok) in.Fail("qevict-qa tables of different sizes");
-  }
-
-  void Route(const RoutingContext& context, Plan* plan) override {
-    FillRule rule;
-    rule.use_quant = true;
-    rule.allow_promote = true;
-    // Between prompt chunks (bounded prefill) nothing has seen the prompt's end yet: archive.
-    rule.q_share = context.trigger == BatchKind::kPromptChunk ? prefill_q_share_ : q_share_;
-    const float bonus = 1.0f + hysteresis_;
-    const size_t n_layers = context.layers.size();
-    if (observed_.size() != n_layers) {
-      observed_.assign(n_layers, {});
-      base_.assign(n_layers, {});
-    }
-    for (size_t l = 0; l < n_layers; ++l) {
-      const LayerBand& band = context.layers[l];
-      if (context.trigger != BatchKind::kGenerated && !band.observation.empty()) Observe(band, l);
-      std::vector<float>& observed = observed_[l];
-      std::vector<float>& base = base_[l];
-      for (const BandWindow& w : band.windows) {  // windows newer than the last observation
-        const size_t i = static_cast<size_t>(w.index);
-        if (i >= base.size()) {
-          base.resize(i + 1, 0.0f);
-          observed.resize(i + 1, 0.0f);
-        }
-      }
-      RankBand(band.windows,
-               [&](const BandWindow& w) {
-                 const float key = observed[w.index] + (w.score - base[w.index]);
-                 return w.tier == Tier::kFp16 ? key * bonus : key;
-               },
-               &order_, &keys_);
-      FillLayer(context, static_cast<int>(l), order_, rule, plan);
-    }
+ protected:
+  // A prompt just ended: the question's pooled attention becomes each observed window's
+  // importance, and its decode mass counts from zero (base = its score now, band and recent).
+  void Snapshot(const RoutingContext& context, const LayerBand& band, size_t l,
+                SnapshotKeys* keys) override {
+    if (context.trigger == BatchKind::kGenerated || band.observation.empty()) return;
+    int64_t limit = 0;
+    PooledObservationScores(band, kernel_, HeadReduce::kMean, &observed_, &limit, &pooled_);
+    keys->Take(band, l, observed_.data(), limit);
   }
 
  private:
-  // A prompt just ended: the question's pooled attention becomes each observed window's
-  // importance, and its decode mass counts from zero (base = its score now, band and recent).
-  void Observe(const LayerBand& band, size_t l) {
-    int64_t limit = 0;
-    PooledObservationScores(band, kernel_, HeadReduce::kMean, &observed_[l], &limit, &pooled_);
-    std::vector<float>& base = base_[l];
-    base.assign(static_cast<size_t>(limit), 0.0f);
-    for (const BandWindow& w : band.windows) base[w.index] = w.score;
-    for (const BandWindow& w : band.recent) {
-      if (w.index < limit) base[w.index] = w.score;
-    }
-  }
-
-  double q_share_;
-  double prefill_q_share_;
-  float hysteresis_;
   int kernel_;
-  std::vector<std::vector<float>> observed_;  // [layer][window index]
-  std::vector<std::vector<float>> base_;      // [layer][window index]: score at the last prompt end
+  std::vector<float> observed_;
   std::vector<float> pooled_;
-  std::vector<int> order_;
-  std::vector<float> keys_;
 };
 
 }  // namespace

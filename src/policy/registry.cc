@@ -30,6 +30,13 @@ const std::vector<PolicyInfo>& PolicyInfos() {
       {"qevict-qa",
        "QEvict ranked by each prompt's pooled question attention + decode mass since (ours)",
        &MakeQevictQaPolicy},
+      {"qevict-zip",
+       "QEvict whose first routing ranks by a query-agnostic score (KVzip reconstruction by "
+       "default) + attention mass since (ours)",
+       &MakeQevictZipPolicy},
+      {"kvzip",
+       "KVzip: once after the prompt, fp16 windows by reconstruction score (--kv-score-source)",
+       &MakeKvzipPolicy},
   };
   return infos;
 }

@@ -29,7 +29,13 @@ void SnapKvPolicy::Route(const RoutingContext& context, Plan* plan) {
   const bool prompt = context.trigger != BatchKind::kGenerated;
   if (!frozen_ && prompt) {
     for (int l = 0; l < n_layers; ++l) {
-      if (!context.layers[l].observation.empty()) ScoreLayer(context.layers[l], l);
+      const LayerBand& band = context.layers[l];
+      if (external_) {
+        scores_[l].assign(band.external.begin(), band.external.end());
+        scored_limit_[l] = static_cast<int64_t>(band.external.size());
+      } else if (!band.observation.empty()) {
+        ScoreLayer(band, l);
+      }
     }
   }
   if (context.trigger == BatchKind::kPromptEnd) frozen_ = true;

@@ -20,10 +20,15 @@ namespace qevict {
 
 class SnapKvPolicy : public Policy {
  public:
-  explicit SnapKvPolicy(const KvConfig& config) : kernel_(config.snapkv_kernel) {}
+  // external: rank by LayerBand::external (kvzip_policy.cc) instead of the observation.
+  explicit SnapKvPolicy(const KvConfig& config, bool external = false)
+      : kernel_(config.snapkv_kernel),
+        external_(external),
+        expected_(config.score_source == ScoreSource::kExpectedAttention) {}
 
   bool wants_scores() const override { return false; }
-  bool wants_observation() const override { return true; }
+  bool wants_observation() const override { return !external_ || expected_; }
+  bool wants_external_scores() const override { return external_; }
   void BeginRun() override;
   void Route(const RoutingContext& context, Plan* plan) override;
   void SaveState(ByteWriter& out) const override;
@@ -35,6 +40,8 @@ class SnapKvPolicy : public Policy {
   void ScoreLayer(const LayerBand& band, int layer);
 
   int kernel_;
+  bool external_;
+  bool expected_;
   bool frozen_ = false;
   std::vector<std::vector<float>> scores_;  // [layer][window index]: pooled observation score
   std::vector<int64_t> scored_limit_;       // [layer]: windows with index >= this are newer
