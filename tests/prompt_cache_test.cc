@@ -165,12 +165,6 @@ void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
             static_cast<std::streamsize>(bytes.size()));
 }
 
-uint64_t Fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
 // The payload's offset in a prompt cache file: magic, version, three strings, payload size.
 size_t PayloadOffset(const std::vector<uint8_t>& bytes) {
   size_t at = 12;
@@ -310,7 +304,7 @@ TEST_F(PromptCacheFileTest, AlteredStateIsRefusedOrHarmless) {
     const size_t span = trial % 2 == 0 ? std::min<size_t>(payload_size, 1 << 16) : payload_size;
     const size_t at = payload + rng() % span;
     b[at] = trial % 3 == 0 ? 0xff : static_cast<uint8_t>(b[at] ^ (1u << (rng() % 8)));
-    const uint64_t sum = Fnv1a(b.data() + payload, payload_size);
+    const uint64_t sum = PromptCacheChecksum({b.data() + payload, payload_size});
     std::memcpy(b.data() + payload + payload_size, &sum, 8);
     WriteBytes(altered, b);
     try {

@@ -6,6 +6,9 @@
 #include "util/error.h"
 
 namespace qevict {
+namespace {
+constexpr size_t kMaxSavedTokens = size_t{1} << 31;  // what a saved state may claim
+}  // namespace
 
 Conversation::Conversation(const TransformerModel& model, ThreadPool& pool,
                            const SessionOptions& options, const KvCacheFactory& make_cache)
@@ -88,14 +91,14 @@ void Conversation::SaveState(ByteWriter& out) const {
 }
 
 std::vector<int32_t> Conversation::SavedTokens(ByteReader in) {
-  return in.Array<int32_t>("tokens", static_cast<size_t>(1) << 31);
+  return in.Array<int32_t>("tokens", kMaxSavedTokens);
 }
 
 void Conversation::LoadState(ByteReader& in) {
   tokens_.clear();
   restored_logits_.clear();
   const ModelConfig& config = session_.model().config();
-  std::vector<int32_t> tokens = in.Array<int32_t>("tokens", static_cast<size_t>(1) << 31);
+  std::vector<int32_t> tokens = in.Array<int32_t>("tokens", kMaxSavedTokens);
   if (tokens.empty()) in.Fail("holds no tokens");
   for (int32_t t : tokens) {
     if (t < 0 || t >= config.n_vocab) in.Fail("a token is outside this model's vocabulary");

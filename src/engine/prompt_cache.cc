@@ -15,15 +15,6 @@ namespace {
 constexpr char kMagic[8] = {'Q', 'E', 'V', 'P', 'C', 'A', 'C', 'H'};
 constexpr uint32_t kVersion = 1;
 
-uint64_t Fnv1a(std::span<const uint8_t> bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint8_t b : bytes) {
-    h ^= b;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 std::string Hex(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
@@ -50,6 +41,15 @@ std::string DescribeKv(const KvConfig& kv) {
 
 }  // namespace
 
+uint64_t PromptCacheChecksum(std::span<const uint8_t> bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint8_t b : bytes) {
+    h ^= b;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
 PromptCacheKey MakePromptCacheKey(const std::string& model_path, const KvConfig& kv) {
   const MappedFile model(model_path);
   const std::span<const uint8_t> bytes = model.bytes();
@@ -57,8 +57,8 @@ PromptCacheKey MakePromptCacheKey(const std::string& model_path, const KvConfig&
   const size_t head = std::min(bytes.size(), mib);
   const size_t tail = std::min(bytes.size(), mib);
   PromptCacheKey key;
-  key.model = std::to_string(bytes.size()) + ":" + Hex(Fnv1a(bytes.first(head))) + ":" +
-              Hex(Fnv1a(bytes.last(tail)));
+  key.model = std::to_string(bytes.size()) + ":" + Hex(PromptCacheChecksum(bytes.first(head))) +
+              ":" + Hex(PromptCacheChecksum(bytes.last(tail)));
   key.kv = KvConfigKey(kv);
   key.kv_description = DescribeKv(kv);
   return key;
@@ -115,7 +115,7 @@ PromptCacheFile PromptCacheFile::OpenExisting(const std::string& path, const Pro
   }
   const std::span<const uint8_t> payload = file->bytes().subspan(in.offset(), size);
   ByteReader tail(file->bytes().subspan(in.offset() + size), what);
-  if (tail.Pod<uint64_t>("its checksum") != Fnv1a(payload)) {
+  if (tail.Pod<uint64_t>("its checksum") != PromptCacheChecksum(payload)) {
     in.Fail("its checksum does not match (the file is corrupt)");
   }
   return PromptCacheFile(path, std::move(file), payload);
@@ -146,7 +146,7 @@ int64_t SavePromptCache(const std::string& path, const PromptCacheKey& key,
   file.String(key.kv_description);
   file.Pod<uint64_t>(payload.bytes().size());
   file.Raw(payload.bytes().data(), payload.bytes().size());
-  file.Pod<uint64_t>(Fnv1a(payload.bytes()));
+  file.Pod<uint64_t>(PromptCacheChecksum(payload.bytes()));
 
   const std::string temporary = path + ".tmp";
   {

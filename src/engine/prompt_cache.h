@@ -54,6 +54,9 @@ class PromptCacheFile {
   std::vector<int32_t> tokens_;
 };
 
+// The checksum a file carries of its payload (FNV-1a, 64 bits).
+uint64_t PromptCacheChecksum(std::span<const uint8_t> payload);
+
 // Writes the conversation's state to `path` (through a temporary file renamed over it, so an
 // interrupted write never leaves a torn cache). Returns the bytes written.
 int64_t SavePromptCache(const std::string& path, const PromptCacheKey& key,
