@@ -1,7 +1,7 @@
 // Prototype, for the benchmark only: Q4_1 and Q8_0 weight rows against kQ8Block32 activations,
 // written once over Highway 1.0.3 (Debian 12), compiled by foreach_target.h for AVX2, AVX-512
 // (AVX3, and AVX3_DL for the experiment below) and the portable fallback here; NEON/SVE on ARM
-// (see the note on arrays below). Figures and conclusions: docs/kernels.md.
+// (see the note on arrays below). Figures and conclusions: bench/vec_dot_hwy_bench.cc.
 //
 // Highway 1.0.3 has no u8 x i8 multiply-add (x86 vpmaddubsw; SatWidenMulPairwiseAdd, added to
 // Highway in 2023, google/highway#1622) and no 8-bit dot product into 32-bit lanes (AVX-512

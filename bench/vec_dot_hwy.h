@@ -1,7 +1,7 @@
 // Prototype (benchmark only, not linked into the engine): the Q4_1 and Q8_0 dot-product tiles
 // of src/quant/vec_dot_*_avx2.cc / *_avx512.cc written once over Google Highway 1.0.3 (the
 // version Debian 12 ships), to measure what the single-source version costs. See
-// docs/kernels.md for the figures and bench/vec_dot_hwy.cc for the design.
+// bench/vec_dot_hwy_bench.cc for the figures and bench/vec_dot_hwy.cc for the design.
 #pragma once
 
 #include <cstdint>
