@@ -43,8 +43,8 @@
 #ifndef HWY_WANT_AVX3_DL
 #define HWY_WANT_AVX3_DL
 #endif
-// As in kernels/attention_hwy.cc: AVX2 is the lowest x86 SIMD level; EMU128 stays as the
-// portable Highway fallback.
+// As in kernels/attention_hwy.cc: AVX2 is the lowest x86 SIMD level; the baseline target
+// (SCALAR with this compiler's x86-64 baseline) stays as the portable fallback.
 #ifndef HWY_DISABLED_TARGETS
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
 #endif
