@@ -1,7 +1,5 @@
 #include "kv/quant_attention.h"
 
-#include "util/cpu_features.h"
-
 namespace qevict {
 namespace quant_attention_impl {
 
@@ -17,20 +15,6 @@ bool Avx2SupportsValues(const QuantLayout& layout) {
 
 }  // namespace quant_attention_impl
 
-namespace {
-
-bool UseAvx2Keys(const QuantLayout& layout, const Rope& rope) {
-  return ActiveSimdLevel() >= SimdLevel::kAvx2 &&
-         quant_attention_impl::Avx2SupportsKeys(layout, rope);
-}
-
-bool UseAvx2Values(const QuantLayout& layout) {
-  return ActiveSimdLevel() >= SimdLevel::kAvx2 &&
-         quant_attention_impl::Avx2SupportsValues(layout);
-}
-
-}  // namespace
-
 void DequantizeRotatedKeys(const QuantLayout& layout, const uint8_t* block, int head, int t0,
                            int t1, const int32_t* positions, const Rope& rope, float* out) {
   DequantizeKeyRows(layout, block, head, t0, t1, out);
@@ -43,9 +27,8 @@ void DequantizeRotatedKeys(const QuantLayout& layout, const uint8_t* block, int 
 void ScoreQuantKeys(const QuantLayout& layout, const uint8_t* block, int head, int t0, int t1,
                     const int32_t* positions, const Rope& rope, const float* q, int n_q,
                     float scale, float* scores, int64_t ld) {
-  if (UseAvx2Keys(layout, rope)) {
-    quant_attention_impl::ScoreQuantKeysAvx2(layout, block, head, t0, t1, positions, rope, q, n_q,
-                                             scale, scores, ld);
+  if (quant_attention_impl::highway::ScoreQuantKeys(layout, block, head, t0, t1, positions, rope,
+                                                    q, n_q, scale, scores, ld)) {
     return;
   }
   const int hd = layout.head_dim;
@@ -63,8 +46,8 @@ void ScoreQuantKeys(const QuantLayout& layout, const uint8_t* block, int head, i
 
 void AccumulateQuantValues(const QuantLayout& layout, const uint8_t* block, int head, int t0,
                            int t1, const float* p, int n_q, int64_t ld, float* out) {
-  if (UseAvx2Values(layout)) {
-    quant_attention_impl::AccumulateQuantValuesAvx2(layout, block, head, t0, t1, p, n_q, ld, out);
+  if (quant_attention_impl::highway::AccumulateQuantValues(layout, block, head, t0, t1, p, n_q,
+                                                           ld, out)) {
     return;
   }
   const int hd = layout.head_dim;
