@@ -8,7 +8,7 @@
 // BM_ScoreQuantKeys / BM_AccumulateQuantValues: the same 4096 tokens held as quantized windows
 // (kv/quant_attention.h) of 8 tokens (KvConfig's default window), one call per window as
 // TieredCache makes them, 2 or 4 bits; head_dim 64 with adjacent-pair RoPE (SmolLM2), 256 with
-// NEOX RoPE (Gemma 3). Variant 3 is the hand-written AVX2 code the Highway kernels replace.
+// NEOX RoPE (Gemma 3).
 //
 // Counter: GFLOP/s = 2 * n_q * keys * head_dim per second. The label names the SIMD level and
 // the Highway target that ran.
@@ -123,7 +123,6 @@ void BM_Softmax(benchmark::State& state) {
 
 constexpr int kWindow = 8;
 constexpr int64_t kWindows = kKeys / kWindow;
-constexpr int kOldAvx2 = 3;  // variant: the hand-written AVX2 kernels
 
 struct QuantData {
   QuantLayout layout;
@@ -157,21 +156,9 @@ QuantData MakeQuantData(int n_q, int head_dim, int bits) {
   return data;
 }
 
-// Args: variant (a SIMD level, or kOldAvx2), n_q, head_dim, bits.
-bool SetQuantVariant(benchmark::State& state) {
-  if (state.range(0) != kOldAvx2) return SetLevel(state);
-  if (DetectedSimdLevel() < SimdLevel::kAvx2) {
-    state.SkipWithError("AVX2 not supported by this CPU");
-    return false;
-  }
-  SetSimdLevel(SimdLevel::kAvx2);
-  state.SetLabel("hand-written avx2");
-  return true;
-}
-
+// Args: SIMD level, n_q, head_dim, bits.
 void BM_ScoreQuantKeys(benchmark::State& state) {
-  if (!SetQuantVariant(state)) return;
-  const bool old = state.range(0) == kOldAvx2;
+  if (!SetLevel(state)) return;
   const int n_q = static_cast<int>(state.range(1)), hd = static_cast<int>(state.range(2));
   QuantData data = MakeQuantData(n_q, hd, static_cast<int>(state.range(3)));
   const QuantLayout& l = data.layout;
@@ -180,13 +167,8 @@ void BM_ScoreQuantKeys(benchmark::State& state) {
       const uint8_t* block = data.blocks.data() + w * l.bytes;
       const int32_t* pos = data.positions.data() + w * kWindow;
       float* scores = data.dense.scores.data() + w * kWindow;
-      if (old) {
-        quant_attention_impl::ScoreQuantKeysAvx2(l, block, 0, 0, kWindow, pos, *data.rope,
-                                                 data.dense.q.data(), n_q, 0.125f, scores, kKeys);
-      } else {
-        ScoreQuantKeys(l, block, 0, 0, kWindow, pos, *data.rope, data.dense.q.data(), n_q, 0.125f,
-                       scores, kKeys);
-      }
+      ScoreQuantKeys(l, block, 0, 0, kWindow, pos, *data.rope, data.dense.q.data(), n_q, 0.125f,
+                     scores, kKeys);
     }
     benchmark::DoNotOptimize(data.dense.scores.data());
     benchmark::ClobberMemory();
@@ -195,8 +177,7 @@ void BM_ScoreQuantKeys(benchmark::State& state) {
 }
 
 void BM_AccumulateQuantValues(benchmark::State& state) {
-  if (!SetQuantVariant(state)) return;
-  const bool old = state.range(0) == kOldAvx2;
+  if (!SetLevel(state)) return;
   const int n_q = static_cast<int>(state.range(1)), hd = static_cast<int>(state.range(2));
   QuantData data = MakeQuantData(n_q, hd, static_cast<int>(state.range(3)));
   const QuantLayout& l = data.layout;
@@ -204,12 +185,7 @@ void BM_AccumulateQuantValues(benchmark::State& state) {
     for (int64_t w = 0; w < kWindows; ++w) {
       const uint8_t* block = data.blocks.data() + w * l.bytes;
       const float* p = data.dense.p.data() + w * kWindow;
-      if (old) {
-        quant_attention_impl::AccumulateQuantValuesAvx2(l, block, 0, 0, kWindow, p, n_q, kKeys,
-                                                        data.dense.out.data());
-      } else {
-        AccumulateQuantValues(l, block, 0, 0, kWindow, p, n_q, kKeys, data.dense.out.data());
-      }
+      AccumulateQuantValues(l, block, 0, 0, kWindow, p, n_q, kKeys, data.dense.out.data());
     }
     benchmark::DoNotOptimize(data.dense.out.data());
     benchmark::ClobberMemory();
@@ -218,10 +194,12 @@ void BM_AccumulateQuantValues(benchmark::State& state) {
 }
 
 void QuantShapes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"variant", "n_q", "head_dim", "bits"});
+  b->ArgNames({"level", "n_q", "head_dim", "bits"});
   for (const auto& [n_q, hd] : {std::pair{3, 64}, {24, 64}, {4, 256}, {32, 256}}) {
     for (const int bits : {2, 4}) {
-      for (int variant = 0; variant <= kOldAvx2; ++variant) b->Args({variant, n_q, hd, bits});
+      for (int level = 0; level <= static_cast<int>(SimdLevel::kAvx512); ++level) {
+        b->Args({level, n_q, hd, bits});
+      }
     }
   }
 }

@@ -1,19 +1,8 @@
+// The portable reference of the quantized-window reads. The Highway kernels
+// (quant_attention_hwy.cc) run instead where the SIMD level and the shape allow.
 #include "kv/quant_attention.h"
 
 namespace qevict {
-namespace quant_attention_impl {
-
-bool Avx2SupportsKeys(const QuantLayout& layout, const Rope& rope) {
-  const int rot = rope.config().rot_dims;
-  if (layout.head_dim % 8 != 0 || rot > layout.head_dim) return false;
-  return rope.config().neox ? rot % 16 == 0 : rot % 8 == 0;
-}
-
-bool Avx2SupportsValues(const QuantLayout& layout) {
-  return layout.head_dim % 8 == 0 && layout.value_group % 8 == 0;
-}
-
-}  // namespace quant_attention_impl
 
 void DequantizeRotatedKeys(const QuantLayout& layout, const uint8_t* block, int head, int t0,
                            int t1, const int32_t* positions, const Rope& rope, float* out) {

@@ -37,16 +37,6 @@ bool AccumulateQuantValues(const QuantLayout& layout, const uint8_t* block, int 
 // The Highway target these run now (HWY_AVX2, HWY_AVX3, ...), 0 when portable.
 int64_t ActiveTarget();
 }  // namespace highway
-
-// AVX2 versions, chosen at run time when the shapes suit them (head_dim a multiple of 8 and of
-// the packing group, RoPE over all of head_dim).
-bool Avx2SupportsKeys(const QuantLayout& layout, const Rope& rope);
-bool Avx2SupportsValues(const QuantLayout& layout);
-void ScoreQuantKeysAvx2(const QuantLayout& layout, const uint8_t* block, int head, int t0, int t1,
-                        const int32_t* positions, const Rope& rope, const float* q, int n_q,
-                        float scale, float* scores, int64_t ld);
-void AccumulateQuantValuesAvx2(const QuantLayout& layout, const uint8_t* block, int head, int t0,
-                               int t1, const float* p, int n_q, int64_t ld, float* out);
 }  // namespace quant_attention_impl
 
 }  // namespace qevict
