@@ -1,13 +1,13 @@
 // Highway versions of the quantized-window reads (kv/quant_attention.h), written once and compiled
-// for every Highway target (AVX2 and AVX-512 on x86, NEON on ARM, EMU128 as the fallback); the
-// SIMD level chooses the target at run time exactly as for kernels/attention_hwy.cc (same target
-// list, same dispatch index). quant_attention.cc keeps the portable reference and runs it for
-// the shapes these kernels do not cover; quant_attention_test.cc checks every level and target
-// against it.
+// for every Highway target (AVX2 and AVX-512 on x86, NEON on ARM); the SIMD level chooses the
+// target at run time exactly as for kernels/attention_hwy.cc (kernels/hwy_targets.h: one target
+// list, one dispatch index). quant_attention.cc keeps the portable reference and runs it for the
+// shapes these kernels decline; quant_attention_test.cc checks every level and every compiled
+// target against it with a stated rounding bound.
 //
 // Design. The packed codes (kv/kv_quantizer.h) are read directly, a row (token) at a time:
 // nothing but a few rows in L1 is ever dequantized. A vector holds K = 16 (AVX-512), 8 (AVX2)
-// or 4 (128-bit targets) float lanes; the widest K the shape divides is used.
+// or 4 (128-bit) float lanes; the widest K the shape divides is used.
 // - Codes: K codes of consecutive channels are K bytes at one shift inside a 16-byte group, so
 //   a widening load (u8 -> i32), a shift and a mask give them as lanes.
 // - Keys, adjacent-pair RoPE: 2K channels at a time are split into their K even and K odd
@@ -23,13 +23,14 @@
 // - Values: up to 4 queries' outputs x 2 (AVX2) or 4 vectors of head_dim stay in registers
 //   while the rows are swept; each row's codes are dequantized once per tile (decode, n_q <= 4),
 //   or for more queries once per call into L1 and swept by each group of 4 queries. Every
-//   output element receives fma(p_j, fma(code, scale, zero), .) in key order, like the AVX2
-//   code it replaces, whatever the split of the rows into calls or the number of queries.
-// - Not covered (portable code runs): scalable vectors (SVE: the kernels keep vectors in arrays),
-//   head_dim or rotated dims not multiples of 8 (pairs) or 4 (NEOX, values), value groups not a
-//   multiple of 4 channels.
-// Highway 1.0.3 limits: fp16 promotions of the scales are exact only for finite values on
-// EMU128 (scales and zeros are finite); no fp16 arithmetic is used.
+//   output element receives fma(p_j, fma(code, scale, zero), .) in key order, whatever the split
+//   of the rows into calls or the number of queries.
+// - Declined (the portable code runs): keys with adjacent pairs unless head_dim and rot_dims are
+//   multiples of 8; NEOX keys unless head_dim and rot_dims / 2 are multiples of 4; values unless
+//   head_dim and the value group are multiples of 4; 1-lane HWY_SCALAR and scalable (SVE)
+//   targets (the kernels keep vectors in arrays, which sizeless SVE types cannot be).
+// Highway 1.0.3: fp16 promotions (the scales and zeros) are exact for finite values on every
+// target, emulated or not; no fp16 arithmetic or demotion is used.
 
 #include <algorithm>
 #include <cstddef>

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -242,6 +243,7 @@ TEST(QuantAttentionPaths, EveryLevelAndTargetMatchesPortable) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   int compared = 0;
+  double worst = 0.0;  // largest |difference| / bound seen
   for (const Shape& s : PathShapes()) {
     const std::string shape_name = std::to_string(s.bits) + " bits head_dim " +
                                    std::to_string(s.head_dim) + (s.neox ? " neox" : " pairs") +
@@ -308,12 +310,14 @@ TEST(QuantAttentionPaths, EveryLevelAndTargetMatchesPortable) {
                 magnitude += std::fabs(q[qi * hd + d]) * r;
               }
               const double tol = 2.0 * (hd + 5) * kU * scale * magnitude;
+              worst = std::max(worst, std::fabs(got_s[at] - want_s[at]) / tol);
               ASSERT_NEAR(got_s[at], want_s[at], tol) << "score of query " << qi << " row " << t;
             }
             for (int d = 0; d < hd; ++d) {
               double magnitude = std::fabs(start[qi * hd + d]);
               for (int t = t0; t < t1; ++t) magnitude += p[qi * ld + t - t0] * value_m[t * hd + d];
               const double tol = 2.0 * (n + 3) * kU * magnitude;
+              worst = std::max(worst, std::fabs(got_v[qi * hd + d] - want_v[qi * hd + d]) / tol);
               ASSERT_NEAR(got_v[qi * hd + d], want_v[qi * hd + d], tol)
                   << "value sum of query " << qi << " channel " << d;
             }
@@ -325,6 +329,7 @@ TEST(QuantAttentionPaths, EveryLevelAndTargetMatchesPortable) {
   }
   Restore();
   EXPECT_GT(compared, 0);
+  std::printf("%d comparisons; largest |difference| / bound %.3f\n", compared, worst);
 }
 
 // Each output element receives fma(p_t, v_t, .) in row order whatever the split of the rows into
