@@ -5,6 +5,11 @@
 //
 // BM_Softmax: MaxOf and ExpShiftSum over a row of 4096 scores.
 //
+// BM_ScoreQuantKeys / BM_AccumulateQuantValues: the same 4096 tokens held as quantized windows
+// (kv/quant_attention.h) of 8 tokens (KvConfig's default window), one call per window as
+// TieredCache makes them, 2 or 4 bits; head_dim 64 with adjacent-pair RoPE (SmolLM2), 256 with
+// NEOX RoPE (Gemma 3).
+//
 // Counter: GFLOP/s = 2 * n_q * keys * head_dim per second. The label names the SIMD level and
 // the Highway target that ran.
 //
@@ -14,12 +19,16 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "hwy/targets.h"
 #include "kernels/attention.h"
 #include "kernels/attention_impl.h"
+#include "kernels/rope.h"
+#include "kv/kv_quantizer.h"
+#include "kv/quant_attention.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
 
@@ -110,6 +119,91 @@ void BM_Softmax(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kKeys);
 }
 
+// ---- Quantized windows.
+
+constexpr int kWindow = 8;
+constexpr int64_t kWindows = kKeys / kWindow;
+
+struct QuantData {
+  QuantLayout layout;
+  std::vector<uint8_t> blocks;  // kWindows blocks of layout.bytes
+  std::vector<int32_t> positions;
+  std::unique_ptr<Rope> rope;
+  Data dense;  // q, p, scores, out
+};
+
+QuantData MakeQuantData(int n_q, int head_dim, int bits) {
+  QuantData data;
+  data.dense = MakeData(n_q, head_dim);
+  data.layout = QuantLayout::Make(1, kWindow, head_dim, bits, 32);
+  data.blocks.resize(kWindows * data.layout.bytes);
+  const int64_t window_floats = int64_t{kWindow} * head_dim;
+  std::vector<float> keys(window_floats), values(window_floats);
+  for (int64_t w = 0; w < kWindows; ++w) {
+    for (int64_t i = 0; i < window_floats; ++i) {
+      keys[i] = Fp16ToFp32(data.dense.k[w * window_floats + i]);
+      values[i] = Fp16ToFp32(data.dense.v[w * window_floats + i]);
+    }
+    QuantizeWindow(data.layout, keys.data(), values.data(),
+                   data.blocks.data() + w * data.layout.bytes);
+  }
+  data.positions.resize(kKeys);
+  for (int64_t t = 0; t < kKeys; ++t) data.positions[t] = static_cast<int32_t>(t);
+  RopeConfig rc;
+  rc.rot_dims = head_dim;
+  rc.neox = head_dim >= 256;
+  data.rope = std::make_unique<Rope>(rc, kKeys);
+  return data;
+}
+
+// Args: SIMD level, n_q, head_dim, bits.
+void BM_ScoreQuantKeys(benchmark::State& state) {
+  if (!SetLevel(state)) return;
+  const int n_q = static_cast<int>(state.range(1)), hd = static_cast<int>(state.range(2));
+  QuantData data = MakeQuantData(n_q, hd, static_cast<int>(state.range(3)));
+  const QuantLayout& l = data.layout;
+  for (auto _ : state) {
+    for (int64_t w = 0; w < kWindows; ++w) {
+      const uint8_t* block = data.blocks.data() + w * l.bytes;
+      const int32_t* pos = data.positions.data() + w * kWindow;
+      float* scores = data.dense.scores.data() + w * kWindow;
+      ScoreQuantKeys(l, block, 0, 0, kWindow, pos, *data.rope, data.dense.q.data(), n_q, 0.125f,
+                     scores, kKeys);
+    }
+    benchmark::DoNotOptimize(data.dense.scores.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, n_q, hd);
+}
+
+void BM_AccumulateQuantValues(benchmark::State& state) {
+  if (!SetLevel(state)) return;
+  const int n_q = static_cast<int>(state.range(1)), hd = static_cast<int>(state.range(2));
+  QuantData data = MakeQuantData(n_q, hd, static_cast<int>(state.range(3)));
+  const QuantLayout& l = data.layout;
+  for (auto _ : state) {
+    for (int64_t w = 0; w < kWindows; ++w) {
+      const uint8_t* block = data.blocks.data() + w * l.bytes;
+      const float* p = data.dense.p.data() + w * kWindow;
+      AccumulateQuantValues(l, block, 0, 0, kWindow, p, n_q, kKeys, data.dense.out.data());
+    }
+    benchmark::DoNotOptimize(data.dense.out.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, n_q, hd);
+}
+
+void QuantShapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"level", "n_q", "head_dim", "bits"});
+  for (const auto& [n_q, hd] : {std::pair{3, 64}, {24, 64}, {4, 256}, {32, 256}}) {
+    for (const int bits : {2, 4}) {
+      for (int level = 0; level <= static_cast<int>(SimdLevel::kAvx512); ++level) {
+        b->Args({level, n_q, hd, bits});
+      }
+    }
+  }
+}
+
 void Shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"level", "n_q", "head_dim"});
   for (const auto& [n_q, hd] : {std::pair{3, 64}, {24, 64}, {4, 256}, {32, 256}}) {
@@ -121,6 +215,8 @@ void Shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ScoreFp16Keys)->Apply(Shapes);
 BENCHMARK(BM_AccumulateFp16Values)->Apply(Shapes);
+BENCHMARK(BM_ScoreQuantKeys)->Apply(QuantShapes);
+BENCHMARK(BM_AccumulateQuantValues)->Apply(QuantShapes);
 BENCHMARK(BM_Softmax)->ArgName("level")->DenseRange(0, static_cast<int>(SimdLevel::kAvx512));
 
 }  // namespace

@@ -26,12 +26,8 @@
 #include <cstdint>
 
 #include "kernels/attention_impl.h"
+#include "kernels/hwy_targets.h"  // the targets compiled; before foreach_target.h
 #include "util/cpu_features.h"
-
-// Machines without AVX2 run the portable code (SimdLevel::kPortable): no SSSE3/SSE4 targets.
-#ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
-#endif
 
 // foreach_target.h re-includes this file for every target; highway.h and contrib after it.
 // clang-format off
@@ -40,6 +36,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "kernels/hwy_sum_lanes-inl.h"
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
@@ -72,56 +69,6 @@ HWY_INLINE hn::Vec<D> LoadRow(D d, const uint16_t* p) {
 template <class D>
 HWY_INLINE hn::Vec<D> LoadRow(D d, const float* p) {
   return hn::LoadU(d, p);
-}
-
-template <class D>
-HWY_INLINE float SumLanes(D d, hn::Vec<D> v) {
-  return hn::GetLane(hn::SumOfLanes(d, v));
-}
-
-#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
-// Adds the halves of v until 4 lanes remain; stores them to out[0..3].
-template <class D>
-HWY_INLINE void StoreFoldedTo4(D d, hn::Vec<D> v, float* HWY_RESTRICT out) {
-  if constexpr (hn::MaxLanes(d) > 4) {
-    const hn::Half<D> dh;
-    StoreFoldedTo4(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), out);
-  } else {
-    hn::StoreU(v, d, out);
-  }
-}
-#endif
-
-// out[0..3] = the sums of the lanes of a, b, c, e: four reductions for the shuffles of about
-// one. Each sum's order depends only on lane positions, not on the other three vectors.
-template <class D>
-HWY_INLINE void SumLanes4(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> c, hn::Vec<D> e,
-                          float* HWY_RESTRICT out) {
-#if HWY_HAVE_SCALABLE || HWY_TARGET == HWY_SCALAR
-  out[0] = SumLanes(d, a);
-  out[1] = SumLanes(d, b);
-  out[2] = SumLanes(d, c);
-  out[3] = SumLanes(d, e);
-#else
-  if constexpr (hn::MaxLanes(d) < 4) {
-    out[0] = SumLanes(d, a);
-    out[1] = SumLanes(d, b);
-    out[2] = SumLanes(d, c);
-    out[3] = SumLanes(d, e);
-  } else {
-    // Lanes alternate a, b (then c, e); then pairs alternate (a, b), (c, e): lane i holds a
-    // partial sum of vector i % 4.
-    const hn::Repartition<uint64_t, D> d64;
-    const auto ab =
-        hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b)));
-    const auto ce =
-        hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e)));
-    StoreFoldedTo4(d,
-                   hn::Add(hn::BitCast(d, hn::InterleaveLower(d64, ab, ce)),
-                           hn::BitCast(d, hn::InterleaveUpper(d64, ab, ce))),
-                   out);
-  }
-#endif
 }
 
 // ---- Scores, few queries: NQ (<= 4) queries against KB (1, 2 or 4) key rows at a time.
@@ -582,6 +529,8 @@ void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n) {
 void Fp16ToFp32Row(const uint16_t* src, float* dst, int64_t n) {
   HWY_DISPATCH_TABLE(Fp16ToFp32Row)[Index()](src, dst, n);
 }
+
+size_t DispatchIndex() { return Index(); }
 
 int64_t ActiveTarget() { return Enabled() ? HWY_DISPATCH_TABLE(Target)[Index()]() : 0; }
 

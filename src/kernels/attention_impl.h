@@ -1,6 +1,7 @@
 // Per-SIMD-level implementations behind attention.h (internal).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace qevict::attention_impl {
@@ -25,6 +26,9 @@ QEVICT_ATTENTION_DECLS(highway)   // attention_hwy.cc: the Highway target the SI
 namespace highway {
 // Whether the public functions run the Highway kernels: not at SimdLevel::kPortable on x86.
 bool Enabled();
+// Index into HWY_EXPORT tables of the target the kernels run now (when Enabled()); valid for
+// every *_hwy.cc file, since they all include kernels/hwy_targets.h (one list of targets).
+size_t DispatchIndex();
 // The Highway target (HWY_AVX2, HWY_AVX3, ...) the kernels run now, 0 when portable.
 int64_t ActiveTarget();
 // Tests: restrict the kernels to the best of `targets` (HWY_* bits), overriding the SIMD level;

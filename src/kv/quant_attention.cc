@@ -1,35 +1,8 @@
+// The portable reference of the quantized-window reads. The Highway kernels
+// (quant_attention_hwy.cc) run instead where the SIMD level and the shape allow.
 #include "kv/quant_attention.h"
 
-#include "util/cpu_features.h"
-
 namespace qevict {
-namespace quant_attention_impl {
-
-bool Avx2SupportsKeys(const QuantLayout& layout, const Rope& rope) {
-  const int rot = rope.config().rot_dims;
-  if (layout.head_dim % 8 != 0 || rot > layout.head_dim) return false;
-  return rope.config().neox ? rot % 16 == 0 : rot % 8 == 0;
-}
-
-bool Avx2SupportsValues(const QuantLayout& layout) {
-  return layout.head_dim % 8 == 0 && layout.value_group % 8 == 0;
-}
-
-}  // namespace quant_attention_impl
-
-namespace {
-
-bool UseAvx2Keys(const QuantLayout& layout, const Rope& rope) {
-  return ActiveSimdLevel() >= SimdLevel::kAvx2 &&
-         quant_attention_impl::Avx2SupportsKeys(layout, rope);
-}
-
-bool UseAvx2Values(const QuantLayout& layout) {
-  return ActiveSimdLevel() >= SimdLevel::kAvx2 &&
-         quant_attention_impl::Avx2SupportsValues(layout);
-}
-
-}  // namespace
 
 void DequantizeRotatedKeys(const QuantLayout& layout, const uint8_t* block, int head, int t0,
                            int t1, const int32_t* positions, const Rope& rope, float* out) {
@@ -43,9 +16,8 @@ void DequantizeRotatedKeys(const QuantLayout& layout, const uint8_t* block, int 
 void ScoreQuantKeys(const QuantLayout& layout, const uint8_t* block, int head, int t0, int t1,
                     const int32_t* positions, const Rope& rope, const float* q, int n_q,
                     float scale, float* scores, int64_t ld) {
-  if (UseAvx2Keys(layout, rope)) {
-    quant_attention_impl::ScoreQuantKeysAvx2(layout, block, head, t0, t1, positions, rope, q, n_q,
-                                             scale, scores, ld);
+  if (quant_attention_impl::highway::ScoreQuantKeys(layout, block, head, t0, t1, positions, rope,
+                                                    q, n_q, scale, scores, ld)) {
     return;
   }
   const int hd = layout.head_dim;
@@ -63,8 +35,8 @@ void ScoreQuantKeys(const QuantLayout& layout, const uint8_t* block, int head, i
 
 void AccumulateQuantValues(const QuantLayout& layout, const uint8_t* block, int head, int t0,
                            int t1, const float* p, int n_q, int64_t ld, float* out) {
-  if (UseAvx2Values(layout)) {
-    quant_attention_impl::AccumulateQuantValuesAvx2(layout, block, head, t0, t1, p, n_q, ld, out);
+  if (quant_attention_impl::highway::AccumulateQuantValues(layout, block, head, t0, t1, p, n_q,
+                                                           ld, out)) {
     return;
   }
   const int hd = layout.head_dim;

@@ -25,15 +25,18 @@ void DequantizeRotatedKeys(const QuantLayout& layout, const uint8_t* block, int 
                            int t1, const int32_t* positions, const Rope& rope, float* out);
 
 namespace quant_attention_impl {
-// AVX2 versions, chosen at run time when the shapes suit them (head_dim a multiple of 8 and of
-// the packing group, RoPE over all of head_dim).
-bool Avx2SupportsKeys(const QuantLayout& layout, const Rope& rope);
-bool Avx2SupportsValues(const QuantLayout& layout);
-void ScoreQuantKeysAvx2(const QuantLayout& layout, const uint8_t* block, int head, int t0, int t1,
-                        const int32_t* positions, const Rope& rope, const float* q, int n_q,
-                        float scale, float* scores, int64_t ld);
-void AccumulateQuantValuesAvx2(const QuantLayout& layout, const uint8_t* block, int head, int t0,
-                               int t1, const float* p, int n_q, int64_t ld, float* out);
+// Highway versions (quant_attention_hwy.cc) on the target the SIMD level picks, as for
+// kernels/attention.h; false, having done nothing, when the level is portable or the shape is
+// not covered (the caller then runs the portable code).
+namespace highway {
+bool ScoreQuantKeys(const QuantLayout& layout, const uint8_t* block, int head, int t0, int t1,
+                    const int32_t* positions, const Rope& rope, const float* q, int n_q,
+                    float scale, float* scores, int64_t ld);
+bool AccumulateQuantValues(const QuantLayout& layout, const uint8_t* block, int head, int t0,
+                           int t1, const float* p, int n_q, int64_t ld, float* out);
+// The Highway target these run now (HWY_AVX2, HWY_AVX3, ...), 0 when portable.
+int64_t ActiveTarget();
+}  // namespace highway
 }  // namespace quant_attention_impl
 
 }  // namespace qevict
