@@ -63,56 +63,122 @@ void CheckShapes(const WeightView& w, const float* x, int64_t n_tokens, const fl
   QEVICT_CHECK(w.row_bytes >= RowBytes(w.type, w.cols));
 }
 
+// One product of a group, with its kernel and where its activations and rows sit.
+struct GroupMember {
+  const WeightView* w = nullptr;
+  float* y = nullptr;
+  DotKernel kernel;
+  const uint8_t* act = nullptr;
+  size_t act_stride = 0;
+  int64_t first_row = 0;  // in the group's concatenated rows
+  int64_t row_block = 1;  // prefill: rows per L1-sized block
+};
+
+constexpr int kMaxGroup = 4;
+
 }  // namespace
 
 void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  CheckShapes(w, x, n_tokens, y);
-  if (n_tokens == 0 || w.rows == 0) return;
-  const DotKernel kernel = SelectDotKernel(w.type);
-  const ActivationLayout layout = MakeActivationLayout(kernel.activation, w.cols);
+  const MatMulProduct product{&w, y};
+  MatMulGroup(std::span<const MatMulProduct>(&product, 1), x, n_tokens, pool);
+}
 
-  // Activation rows in the partner format (fp32 weights read x directly).
-  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
-  size_t act_stride = static_cast<size_t>(w.cols) * sizeof(float);
-  if (layout.format != ActivationFormat::kF32) {
-    uint8_t* buffer = ActivationScratch(layout.row_bytes * static_cast<size_t>(n_tokens));
-    auto quantize = [&](int64_t begin, int64_t end) {
+void MatMulGroup(std::span<const MatMulProduct> products, const float* x, int64_t n_tokens,
+                 ThreadPool& pool) {
+  QEVICT_CHECK(!products.empty() && products.size() <= kMaxGroup);
+  const int64_t cols = products[0].w->cols;
+  GroupMember members[kMaxGroup];
+  ActivationLayout layouts[kMaxGroup];  // one per distinct partner format
+  int n_layouts = 0;
+  int layout_of[kMaxGroup];
+  int64_t total_rows = 0;
+  for (size_t i = 0; i < products.size(); ++i) {
+    const WeightView& w = *products[i].w;
+    CheckShapes(w, x, n_tokens, products[i].y);
+    QEVICT_CHECK(w.cols == cols);
+    GroupMember& m = members[i];
+    m.w = &w;
+    m.y = products[i].y;
+    m.kernel = SelectDotKernel(w.type);
+    m.first_row = total_rows;
+    m.row_block = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / w.row_bytes));
+    total_rows += w.rows;
+    int j = 0;
+    while (j < n_layouts && layouts[j].format != m.kernel.activation) ++j;
+    if (j == n_layouts) layouts[n_layouts++] = MakeActivationLayout(m.kernel.activation, cols);
+    layout_of[i] = j;
+  }
+  if (n_tokens == 0 || total_rows == 0) return;
+
+  // Activation rows in each partner format (fp32 weights read x directly).
+  size_t buffer_bytes = 0;
+  size_t offsets[kMaxGroup];
+  for (int j = 0; j < n_layouts; ++j) {
+    offsets[j] = buffer_bytes;
+    if (layouts[j].format != ActivationFormat::kF32) {
+      buffer_bytes += layouts[j].row_bytes * static_cast<size_t>(n_tokens);
+    }
+  }
+  uint8_t* buffer = buffer_bytes > 0 ? ActivationScratch(buffer_bytes) : nullptr;
+  auto quantize = [&](int64_t begin, int64_t end) {
+    for (int j = 0; j < n_layouts; ++j) {
+      if (layouts[j].format == ActivationFormat::kF32) continue;
       for (int64_t t = begin; t < end; ++t) {
-        QuantizeActivationRow(layout, x + t * w.cols, buffer + t * layout.row_bytes);
+        QuantizeActivationRow(layouts[j], x + t * cols,
+                              buffer + offsets[j] + t * layouts[j].row_bytes);
       }
-    };
+    }
+  };
+  if (buffer_bytes > 0) {
     if (n_tokens >= kParallelQuantizeTokens) {
       pool.ParallelFor(n_tokens, 1, std::ref(quantize));
     } else {
       quantize(0, n_tokens);
     }
-    act = buffer;
-    act_stride = layout.row_bytes;
+  }
+  for (size_t i = 0; i < products.size(); ++i) {
+    const ActivationLayout& layout = layouts[layout_of[i]];
+    if (layout.format == ActivationFormat::kF32) {
+      members[i].act = reinterpret_cast<const uint8_t*>(x);
+      members[i].act_stride = static_cast<size_t>(cols) * sizeof(float);
+    } else {
+      members[i].act = buffer + offsets[layout_of[i]];
+      members[i].act_stride = layout.row_bytes;
+    }
   }
 
-  const int64_t rows = w.rows;
-  const int64_t cols = w.cols;
-  if (n_tokens == 1) {
-    // Decode: each chunk of rows is one kernel call.
-    auto rows_chunk = [&](int64_t begin, int64_t end) {
-      kernel.tile(cols, w.data + begin * w.row_bytes, w.row_bytes, static_cast<int>(end - begin), act,
-                  act_stride, 1, y + begin, rows);
-    };
-    pool.ParallelFor(rows, 16, std::ref(rows_chunk));
-    return;
-  }
-  const int64_t row_block = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / w.row_bytes));
-  auto tiles = [&](int64_t begin, int64_t end) {
-    for (int64_t r0 = begin; r0 < end; r0 += row_block) {
-      const int n_rows = static_cast<int>(std::min(row_block, end - r0));
+  // Rows [begin, end) of member m (its own row numbers).
+  auto rows_of = [&](const GroupMember& m, int64_t begin, int64_t end) {
+    const WeightView& w = *m.w;
+    if (n_tokens == 1) {  // decode: one kernel call per chunk of rows
+      m.kernel.tile(cols, w.data + begin * w.row_bytes, w.row_bytes, static_cast<int>(end - begin),
+                    m.act, m.act_stride, 1, m.y + begin, w.rows);
+      return;
+    }
+    for (int64_t r0 = begin; r0 < end; r0 += m.row_block) {
+      const int n_rows = static_cast<int>(std::min(m.row_block, end - r0));
       for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
         const int n_tok = static_cast<int>(std::min<int64_t>(kMaxTileTokens, n_tokens - t0));
-        kernel.tile(cols, w.data + r0 * w.row_bytes, w.row_bytes, n_rows, act + t0 * act_stride,
-                    act_stride, n_tok, y + t0 * rows + r0, rows);
+        m.kernel.tile(cols, w.data + r0 * w.row_bytes, w.row_bytes, n_rows,
+                      m.act + t0 * m.act_stride, m.act_stride, n_tok, m.y + t0 * w.rows + r0,
+                      w.rows);
       }
     }
   };
-  pool.ParallelFor(rows, std::min<int64_t>(row_block, 16), std::ref(tiles));
+  // A chunk of the concatenated rows may span members: each gets its own part.
+  auto chunk = [&](int64_t begin, int64_t end) {
+    for (size_t i = 0; i < products.size(); ++i) {
+      const GroupMember& m = members[i];
+      const int64_t lo = std::max(begin, m.first_row);
+      const int64_t hi = std::min(end, m.first_row + m.w->rows);
+      if (lo < hi) rows_of(m, lo - m.first_row, hi - m.first_row);
+    }
+  };
+  int64_t grain = 16;
+  if (n_tokens > 1) {
+    for (size_t i = 0; i < products.size(); ++i) grain = std::min(grain, members[i].row_block);
+  }
+  pool.ParallelFor(total_rows, grain, std::ref(chunk));
 }
 
 void MatMulReference(const WeightView& w, const float* x, int64_t n_tokens, float* y) {

@@ -192,6 +192,40 @@ TEST(MatMulTest, EqualsReferenceOnQuantizedActivations) {
   }
 }
 
+TEST(MatMulTest, GroupEqualsSeparateProductsBitForBit) {
+  // Members with different partner formats (Q4_1: Q8_1-style block32 with sums; Q8_0; Q4_K and
+  // Q6_K: block256) and row counts that make the pool's chunks span two members.
+  SimdLevelRestorer restore;
+  ThreadPool one(1), two(2);
+  const int64_t cols = 512;
+  const Matrix a = MakeMatrix(GgmlType::kQ4_1, 37, cols, 21);
+  const Matrix b = MakeMatrix(GgmlType::kQ8_0, 5, cols, 22);
+  const Matrix c = MakeMatrix(GgmlType::kQ4_K, 70, cols, 23);
+  const Matrix d = MakeMatrix(GgmlType::kQ6_K, 19, cols, 24);
+  const WeightView views[] = {a.view(), b.view(), c.view(), d.view()};
+  for (SimdLevel level : SupportedLevels()) {
+    SetSimdLevel(level);
+    for (int64_t n_tokens : {1, 3, 17}) {
+      const std::vector<float> x = testing::RandomFloats(31 + static_cast<uint32_t>(n_tokens), n_tokens * cols);
+      for (ThreadPool* pool : {&one, &two}) {
+        std::vector<std::vector<float>> got(4), want(4);
+        MatMulProduct products[4];
+        for (int i = 0; i < 4; ++i) {
+          want[i].assign(n_tokens * views[i].rows, 0.0f);
+          got[i].assign(n_tokens * views[i].rows, -7.0f);
+          MatMul(views[i], x.data(), n_tokens, want[i].data(), *pool);
+          products[i] = {&views[i], got[i].data()};
+        }
+        MatMulGroup(products, x.data(), n_tokens, *pool);
+        for (int i = 0; i < 4; ++i) {
+          EXPECT_EQ(got[i], want[i]) << "member " << i << " " << SimdLevelName(level) << " tokens "
+                                     << n_tokens << " threads " << pool->size();
+        }
+      }
+    }
+  }
+}
+
 TEST(MatMulTest, SteadyStateDoesNotAllocate) {
   // One thread: ThreadPool itself is then out of the picture (it hands work to its workers
   // through std::function).

@@ -81,6 +81,15 @@ void TransformerModel::Mul(const WeightView& w, const float* x, int n, float* y,
   }
 }
 
+void TransformerModel::MulGroup(std::initializer_list<MatMulProduct> products, const float* x,
+                                int n, ThreadPool& pool) const {
+  if (exact_matmul_) {
+    for (const MatMulProduct& p : products) MatMulExact(*p.w, x, n, p.y, pool);
+  } else {
+    MatMulGroup(std::span<const MatMulProduct>(products.begin(), products.size()), x, n, pool);
+  }
+}
+
 namespace {
 
 void AddBias(float* rows, const float* bias, int n, int64_t dim) {
@@ -104,9 +113,7 @@ void TransformerModel::ProjectQkv(const LayerWeights& L, int layer, const int32_
   const ModelConfig& c = config_;
   const int64_t q_dim = static_cast<int64_t>(c.n_heads) * c.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
-  Mul(L.wq, s.xn.data(), n, s.q.data(), pool);
-  Mul(L.wk, s.xn.data(), n, s.k.data(), pool);
-  Mul(L.wv, s.xn.data(), n, s.v.data(), pool);
+  MulGroup({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xn.data(), n, pool);
   AddBias(s.q.data(), L.bq, n, q_dim);
   AddBias(s.k.data(), L.bk, n, kv_dim);
   AddBias(s.v.data(), L.bv, n, kv_dim);
@@ -122,8 +129,7 @@ void TransformerModel::FeedForward(const LayerWeights& L, int n, ForwardScratch&
   const ModelConfig& c = config_;
   const int64_t d = c.n_embd;
   for (int i = 0; i < n; ++i) RmsNorm(&s.x[i * d], L.ffn_norm, d, c.rms_eps, &s.xn[i * d]);
-  Mul(L.w_gate, s.xn.data(), n, s.gate.data(), pool);
-  Mul(L.w_up, s.xn.data(), n, s.up.data(), pool);
+  MulGroup({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, s.xn.data(), n, pool);
   const int64_t count = static_cast<int64_t>(n) * c.n_ff;
   if (c.activation == FfnActivation::kGeluTanh) {
     GeluTanhMul(s.gate.data(), s.up.data(), count);

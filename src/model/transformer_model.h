@@ -6,12 +6,14 @@
 // and the scratch buffers are passed in, so one loaded model serves many sessions.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "kernels/matmul.h"
 #include "kernels/rope.h"
 #include "kv/kv_cache.h"
 #include "model/model_config.h"
@@ -77,6 +79,9 @@ class TransformerModel {
 
  private:
   void Mul(const WeightView& w, const float* x, int n, float* y, ThreadPool& pool) const;
+  // Products of the same rows x (MatMulGroup: one parallel region for the group).
+  void MulGroup(std::initializer_list<MatMulProduct> products, const float* x, int n,
+                ThreadPool& pool) const;
   // Q, K and V of n normalized rows (biases, Q/K norms, RoPE and query scaling applied to Q).
   void ProjectQkv(const LayerWeights& L, int layer, const int32_t* pos, int n,
                   const RopeTables& ropes, ForwardScratch& s, ThreadPool& pool) const;
