@@ -143,7 +143,11 @@ void GroupedAttentionOverPrefix(const KvGeometry& geo, int n, const int64_t* vis
   const int64_t want_items = 4 * static_cast<int64_t>(pool.size());
   int64_t splits = 1;
   if (pairs < want_items) {
-    splits = std::min((want_items + pairs - 1) / pairs, std::max<int64_t>(1, max_visible / 256));
+    const int64_t max_splits = std::max<int64_t>(1, max_visible / 256);
+    splits = std::min((want_items + pairs - 1) / pairs, max_splits);
+    // Equal items in a multiple of the threads, so no thread is left with one item more than
+    // the others (3 KV heads x 3 splits on 2 threads would give 5 and 4).
+    while (splits < max_splits && (pairs * splits) % pool.size() != 0) ++splits;
   }
   const int64_t items = pairs * splits;
   const int64_t partial_floats = static_cast<int64_t>(group) * (hd + 2);

@@ -1,8 +1,7 @@
 // GroupedAttentionOverPrefix against a double-precision dense softmax, on fp16 keys and values,
-// for every path: decode (key ranges split over threads), few queries, and prompt chunks
-// (query blocks; without an observer the keys stream in tiles with an online softmax, so the
-// key counts here span several tiles, with scores that grow along the keys to force the
-// running maximum to be raised and the partial outputs rescaled).
+// for every path: decode (key ranges split over threads and merged), a few queries (one item
+// each), and prompt chunks (blocks of query tokens per KV head), including sliding windows,
+// long rows and scores that grow along the keys.
 #include "kv/grouped_attention.h"
 
 #include <gtest/gtest.h>
@@ -110,10 +109,10 @@ INSTANTIATE_TEST_SUITE_P(
     Paths, GroupedAttentionTest,
     ::testing::Values(Case{9, 3, 64, 1500, 1, false},    // decode: key ranges split
                       Case{9, 3, 64, 700, 5, false},     // a few queries, one item each
-                      Case{9, 3, 64, 1500, 40, false},   // prompt chunk: 6 key tiles
-                      Case{8, 2, 128, 900, 17, false},   // head_dim 128: tiles of 128 keys
+                      Case{9, 3, 64, 1500, 40, false},   // prompt chunk: query blocks
+                      Case{8, 2, 128, 900, 17, false},   // head_dim 128
                       Case{4, 1, 256, 700, 24, true},    // sliding windows of 300 keys
-                      Case{6, 3, 64, 100, 16, false}));  // a single tile
+                      Case{6, 3, 64, 100, 16, false}));  // the shortest blocked chunk
 
 }  // namespace
 }  // namespace qevict
