@@ -21,6 +21,7 @@
 
 #include "hwy/targets.h"
 #include "kernels/attention_impl.h"
+#include "kernels/simd_paths_test_util.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
 
@@ -32,36 +33,13 @@ namespace hw = attention_impl::highway;
 
 constexpr double kU = 1.0 / (1 << 24);  // unit roundoff of fp32
 
-// A way the public functions can run: a SIMD level, or a Highway target forced.
-struct Path {
-  std::string name;
-  SimdLevel level;
-  int64_t target;  // forced Highway target, 0 for the level's choice
-};
-
-std::vector<Path> Paths() {
-  std::vector<Path> paths;
-  for (int l = 0; l <= static_cast<int>(DetectedSimdLevel()); ++l) {
-    const auto level = static_cast<SimdLevel>(l);
-    paths.push_back({std::string("level ") + SimdLevelName(level), level, 0});
-  }
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hw::ForceTargetsForTest(target);
-    const bool compiled = hw::ActiveTarget() == target;  // attention_hwy.cc skips SSSE3/SSE4
-    hw::ForceTargetsForTest(0);
-    if (compiled)
-      paths.push_back(
-          {std::string("target ") + hwy::TargetName(target), DetectedSimdLevel(), target});
-  }
-  return paths;
-}
+using Path = testing::SimdPath;
 
 // Runs `body` once per path, with the path selected; restores the detected level afterwards.
 void ForEachPath(const std::function<void(const Path&)>& body) {
-  for (const Path& path : Paths()) {
+  for (const Path& path : testing::SimdPaths()) {
     SCOPED_TRACE(path.name);
-    SetSimdLevel(path.level);
-    hw::ForceTargetsForTest(path.target);
+    testing::SelectSimdPath(path);
     body(path);
     hw::ForceTargetsForTest(0);
   }
@@ -103,7 +81,7 @@ void ForEachShape(const std::function<void(int, int, int64_t)>& body) {
 }
 
 TEST(AttentionKernels, PathsCoverEveryLevelAndTarget) {
-  const std::vector<Path> paths = Paths();
+  const std::vector<Path> paths = testing::SimdPaths();
   int targets = 0;
   std::string names;
   for (const Path& p : paths) {

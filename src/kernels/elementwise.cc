@@ -2,17 +2,13 @@
 
 #include <cmath>
 
-#include "util/cpu_features.h"
 
 namespace qevict {
-namespace elementwise_impl::avx2 {
-void SiluMul(float* gate, const float* up, int64_t n);
-void GeluTanhMul(float* gate, const float* up, int64_t n);
-}  // namespace elementwise_impl::avx2
-
-namespace {
-bool UseAvx2() { return ActiveSimdLevel() >= SimdLevel::kAvx2; }
-}  // namespace
+namespace elementwise_impl::highway {
+// elementwise_hwy.cc: false (nothing done) when the SIMD level is portable.
+bool SiluMul(float* gate, const float* up, int64_t n);
+bool GeluTanhMul(float* gate, const float* up, int64_t n);
+}  // namespace elementwise_impl::highway
 
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
   double sum = 0.0;
@@ -22,8 +18,7 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* o
 }
 
 void SiluMul(float* gate, const float* up, int64_t n) {
-  if (UseAvx2()) return elementwise_impl::avx2::SiluMul(gate, up, n);
-  SiluMulPortable(gate, up, n);
+  if (!elementwise_impl::highway::SiluMul(gate, up, n)) SiluMulPortable(gate, up, n);
 }
 
 void SiluMulPortable(float* gate, const float* up, int64_t n) {
@@ -34,8 +29,7 @@ void SiluMulPortable(float* gate, const float* up, int64_t n) {
 }
 
 void GeluTanhMul(float* gate, const float* up, int64_t n) {
-  if (UseAvx2()) return elementwise_impl::avx2::GeluTanhMul(gate, up, n);
-  GeluTanhMulPortable(gate, up, n);
+  if (!elementwise_impl::highway::GeluTanhMul(gate, up, n)) GeluTanhMulPortable(gate, up, n);
 }
 
 void GeluTanhMulPortable(float* gate, const float* up, int64_t n) {

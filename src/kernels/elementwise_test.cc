@@ -6,12 +6,26 @@
 #include <random>
 #include <vector>
 
+#include "kernels/simd_paths_test_util.h"
+
 namespace qevict {
 namespace {
 
-// The dispatched kernels (AVX2 where the CPU has it) against the scalar reference, over values
-// from the range activations take (|x| up to 30, both signs, lengths not a multiple of 8).
+void CheckGatedActivations();
+
+// The dispatched kernels at every SIMD level and Highway target against the scalar reference,
+// over values from the range activations take (|x| up to 30, both signs, lengths not a
+// multiple of any vector).
 TEST(ElementwiseTest, GatedActivationsMatchTheScalarReference) {
+  for (const testing::SimdPath& path : testing::SimdPaths()) {
+    SCOPED_TRACE(path.name);
+    testing::SelectSimdPath(path);
+    CheckGatedActivations();
+  }
+  testing::RestoreSimdPath();
+}
+
+void CheckGatedActivations() {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> wide(-30.0f, 30.0f), narrow(-4.0f, 4.0f);
   for (int n : {1, 7, 8, 33, 1000}) {

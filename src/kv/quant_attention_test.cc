@@ -12,6 +12,7 @@
 
 #include "hwy/targets.h"
 #include "kernels/attention_impl.h"
+#include "kernels/simd_paths_test_util.h"
 #include "kv/kv_test_util.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
@@ -106,68 +107,27 @@ namespace qhw = quant_attention_impl::highway;
 
 constexpr double kU = 1.0 / (1 << 24);
 
-// A way the public functions can run: a SIMD level, or a Highway target forced.
-struct Path {
-  std::string name;
-  SimdLevel level;
-  int64_t target;  // forced Highway target, 0 for the level's choice
-};
+using Path = testing::SimdPath;
+using testing::SimdPaths;
 
-std::vector<Path> Paths() {
-  std::vector<Path> paths;
-  for (int l = 0; l <= static_cast<int>(DetectedSimdLevel()); ++l) {
-    const auto level = static_cast<SimdLevel>(l);
-    paths.push_back({std::string("level ") + SimdLevelName(level), level, 0});
-  }
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hw::ForceTargetsForTest(target);
-    const bool compiled = qhw::ActiveTarget() == target;  // the *_hwy.cc files skip SSSE3/SSE4
-    hw::ForceTargetsForTest(0);
-    if (compiled) {
-      paths.push_back(
-          {std::string("target ") + hwy::TargetName(target), DetectedSimdLevel(), target});
-    }
-  }
-  return paths;
-}
-
-void Select(const Path& path) {
-  SetSimdLevel(path.level);
-  hw::ForceTargetsForTest(path.target);
-}
+void Select(const Path& path) { testing::SelectSimdPath(path); }
 
 void SelectPortable() {
   SetSimdLevel(SimdLevel::kPortable);
   hw::ForceTargetsForTest(0);
 }
 
-void Restore() {
-  hw::ForceTargetsForTest(0);
-  SetSimdLevel(DetectedSimdLevel());
-}
+void Restore() { testing::RestoreSimdPath(); }
 
 TEST(QuantAttentionPaths, CoverEveryLevelAndTargetWithTheAttentionDispatch) {
-  const std::vector<Path> paths = Paths();
-  std::string names;
-  int targets = 0;
-  for (const Path& path : paths) {
-    names += path.name + "; ";
-    targets += path.target != 0;
+  for (const Path& path : SimdPaths()) {
     Select(path);
     // One list of targets for both *_hwy.cc files: the same index picks the same target.
     EXPECT_EQ(qhw::ActiveTarget(), hw::ActiveTarget()) << path.name;
     EXPECT_EQ(qhw::ActiveTarget() != 0, path.level != SimdLevel::kPortable || path.target != 0);
   }
   Restore();
-  std::printf("paths: %s\n", names.c_str());
-#if HWY_ARCH_X86
-  if (DetectedSimdLevel() >= SimdLevel::kAvx2) {
-    EXPECT_GE(targets, 2);  // AVX2 and the fallback
-  }
-  if (DetectedSimdLevel() >= SimdLevel::kAvx512) {
-    EXPECT_GE(targets, 3);  // and AVX3
-  }
-#endif
+  // That the list covers every level and target is AttentionKernels.PathsCoverEveryLevelAndTarget.
 }
 
 struct Shape {
@@ -239,7 +199,7 @@ TEST(QuantAttentionPaths, EveryLevelAndTargetMatchesPortable) {
   const int n_kv = 2, w = 16, head = 1;
   const int64_t ld = w + 3;
   const float kSentinel = 1234.5f, scale = 0.125f;
-  const std::vector<Path> paths = Paths();
+  const std::vector<Path> paths = SimdPaths();
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   int compared = 0;
@@ -347,7 +307,7 @@ TEST(QuantAttentionPaths, ValuesAreIndependentOfSplitsAndQueryCount) {
     for (auto& x : start) x = normal(rng);
     std::vector<uint8_t> block(l.bytes);
     QuantizeWindow(l, keys.data(), values.data(), block.data());
-    for (const Path& path : Paths()) {
+    for (const Path& path : SimdPaths()) {
       SCOPED_TRACE(path.name + " head_dim " + std::to_string(hd));
       Select(path);
       std::vector<float> whole = start, split = start, single = start;
