@@ -1,15 +1,17 @@
 // The forward pass against two independent implementations, on the same token ids:
 //  - Hugging Face transformers (fp32, GGUF weights dequantized; tests/golden/logits_smollm2_hf.json)
 //    vs qevict's exact path (MatMulExact: no activation quantization). Both compute the same
-//    function in floating point, so logits must agree to float rounding (kExactTol) and greedy
-//    continuations must be identical (up to a near-tie below kExactTie).
-//  - llama.cpp (tests/golden/logits_smollm2.json) vs qevict's fast path. Both quantize
-//    activations to 8 bits before the quantized dot products, but not identically, and each
-//    lands about 0.3-0.5 logits away from the exact function on this 30-layer model (measured:
-//    see the printed figures), so they may differ by the sum. Tolerance kFastTol. Greedy
-//    continuations are compared teacher-forced on the reference's tokens: our argmax must equal
-//    the reference's at every step except where the reference's top-2 margin is below kFastTie
-//    (a margin smaller than the engines' noise can flip legitimately).
+//    function in floating point, so logits must agree to float rounding (kExactTol) and the
+//    greedy continuations must be identical at every step.
+//  - llama.cpp (tests/golden/logits_smollm2.json) and transformers vs qevict's fast path. The
+//    fast path quantizes activations to 8 bits before the quantized dot products (llama.cpp
+//    does too, not identically), which moves the top-k logits by about 0.2 on average and by up
+//    to 1.2 at the worst position of this 30-layer model (measured: see the printed figures and
+//    the constants below). Tolerances: kFastMeanTol on the mean, kFastTol on the worst logit.
+//    Greedy continuations are compared teacher-forced on the reference's tokens: our argmax must
+//    equal the reference's at every step except where the reference's top-2 margin is below
+//    kFastTie (a margin smaller than the engines' noise can flip legitimately); the first such
+//    step is chat_capital's first token, where llama.cpp's margin is 0.04.
 // Goldens: scripts/gen_golden_logits.py and scripts/gen_golden_logits_hf.py.
 #include <cmath>
 #include <cstdint>
@@ -30,11 +32,25 @@ constexpr double kExactTie = 0.02;
 // The exact path multiplies in scalar fp64; prompts above this length (the 1754-token case) are
 // left to the fast-path comparison to keep the suite quick.
 constexpr size_t kExactMaxPrompt = 64;
+// The fast path's largest single top-k difference, at every SIMD level (measured: SmolLM2
+// against llama.cpp 0.86 with the AVX-512 kernels, 1.19 with AVX2, 0.78 portable; against
+// transformers 1.06 / 0.69 / 1.10). Activation quantization moves a logit by this much at the
+// worst position of these 30 layers, so the bound cannot be tighter without failing a valid
+// kernel; the mean below is where the fast path is held tight.
 constexpr double kFastTol = 1.25;
+// Gemma 3 against llama.cpp on the 1219-token prompt: 0.99 (AVX-512), 1.60 (AVX2), 1.40
+// (portable); llama.cpp itself moves by up to 1.12 there between batch sizes.
+constexpr double kGemmaFastTol = 1.75;
+// The mean top-k difference of the fast path (measured 0.18-0.25 at every level, both models):
+// a systematic error in a kernel (a wrong scale, a dropped block) moves every logit.
+constexpr double kFastMeanTol = 0.3;
 constexpr double kFastTie = 0.5;
 
 struct Agreement {
   double worst_logit_diff = 0.0;
+  double sum_logit_diff = 0.0;  // over every compared top-k logit
+  int64_t logits_compared = 0;
+  double mean_logit_diff() const { return logits_compared > 0 ? sum_logit_diff / logits_compared : 0.0; }
   int greedy_checked = 0;  // teacher-forced greedy steps where both chose the same token
   int greedy_ties = 0;     // steps where they differ at a reference near-tie
 };
@@ -64,6 +80,8 @@ Agreement CompareWithGolden(const TransformerModel& model, const std::string& go
       for (size_t r = 0; r < ids.size(); ++r) {
         const double diff = std::fabs(logits[p * n_vocab + ids[r]] - want[r]);
         a.worst_logit_diff = std::max(a.worst_logit_diff, diff);
+        a.sum_logit_diff += diff;
+        ++a.logits_compared;
         EXPECT_LE(diff, tol) << "position " << p << " token " << ids[r];
       }
     }
@@ -88,15 +106,22 @@ Agreement CompareWithGolden(const TransformerModel& model, const std::string& go
   return a;
 }
 
+void Report(const char* what, const Agreement& a) {
+  std::printf("%s: top-k logit difference largest %.4f, mean %.4f over %lld logits; %d of %d "
+              "greedy tokens identical (the rest at reference near-ties)\n", what,
+              a.worst_logit_diff, a.mean_logit_diff(), static_cast<long long>(a.logits_compared),
+              a.greedy_checked, a.greedy_checked + a.greedy_ties);
+}
+
 TEST(GoldenLogitsTest, ExactPathMatchesTransformersFp32) {
   if (testing::ReferenceModel() == nullptr) GTEST_SKIP() << "reference model not found";
   std::unique_ptr<TransformerModel> model = TransformerModel::Load(testing::ReferenceModelPath());
   model->set_exact_matmul(true);
   const Agreement a = CompareWithGolden(*model, "tests/golden/logits_smollm2_hf.json",
                                         kExactTol, kExactTie, kExactMaxPrompt);
-  std::printf("exact path vs transformers: largest top-k logit difference %.5f, %d greedy "
-              "tokens identical\n", a.worst_logit_diff, a.greedy_checked);
-  EXPECT_GE(a.greedy_checked, 100);
+  Report("exact path vs transformers", a);
+  EXPECT_EQ(a.greedy_ties, 0);
+  EXPECT_EQ(a.greedy_checked, 169);  // every step of the four prompts up to kExactMaxPrompt
 }
 
 TEST(GoldenLogitsTest, FastPathMatchesLlamaCpp) {
@@ -104,9 +129,20 @@ TEST(GoldenLogitsTest, FastPathMatchesLlamaCpp) {
   const Agreement a =
       CompareWithGolden(*m->model, "tests/golden/logits_smollm2.json", kFastTol, kFastTie,
                         SIZE_MAX);
-  std::printf("fast path vs llama.cpp: largest top-k logit difference %.4f, %d greedy tokens "
-              "identical (the rest at near-ties)\n", a.worst_logit_diff, a.greedy_checked);
-  EXPECT_GE(a.greedy_checked, 40);
+  EXPECT_LE(a.mean_logit_diff(), kFastMeanTol);
+  Report("fast path vs llama.cpp", a);
+  EXPECT_GE(a.greedy_checked, 170);  // of 182; measured 174-177
+}
+
+// The fast path against transformers fp32: what the fast kernels' 8-bit activations cost by
+// themselves, without a second engine's own quantization in the difference.
+TEST(GoldenLogitsTest, FastPathMatchesTransformersFp32) {
+  QEVICT_REQUIRE_MODEL(m);
+  const Agreement a = CompareWithGolden(*m->model, "tests/golden/logits_smollm2_hf.json",
+                                        kFastTol, kFastTie, SIZE_MAX);
+  EXPECT_LE(a.mean_logit_diff(), kFastMeanTol);
+  Report("fast path vs transformers", a);
+  EXPECT_GE(a.greedy_checked, 170);  // of 182; measured 176-177
 }
 
 // Gemma 3 270M (Q4_K, Q5_0, Q6_K and Q8_0 weights; 15 sliding-window layers of 512 tokens and
@@ -116,12 +152,11 @@ TEST(GoldenLogitsTest, FastPathMatchesLlamaCpp) {
 TEST(GoldenLogitsTest, GemmaFastPathMatchesLlamaCpp) {
   QEVICT_REQUIRE_GEMMA(m);
   const Agreement a = CompareWithGolden(*m->model, "tests/golden/logits_gemma3_270m.json",
-                                        kFastTol, kFastTie, SIZE_MAX);
-  std::printf("gemma3 fast path vs llama.cpp: largest top-k logit difference %.4f, %d of %d "
-              "greedy tokens identical (the rest at near-ties)\n", a.worst_logit_diff,
-              a.greedy_checked, a.greedy_checked + a.greedy_ties);
+                                        kGemmaFastTol, kFastTie, SIZE_MAX);
+  EXPECT_LE(a.mean_logit_diff(), kFastMeanTol);
+  Report("gemma3 fast path vs llama.cpp", a);
   EXPECT_EQ(a.greedy_checked + a.greedy_ties, 3 * 64);
-  EXPECT_GE(a.greedy_checked, 3 * 64 - 6);
+  EXPECT_GE(a.greedy_checked, 3 * 64 - 12);  // measured 188 (AVX-512, AVX2), 183 (portable)
 }
 
 // The exact path against transformers fp32 on the same Gemma 3 GGUF (dequantized weights; HF's
@@ -132,10 +167,8 @@ TEST(GoldenLogitsTest, GemmaExactPathMatchesTransformersFp32) {
   model->set_exact_matmul(true);
   const Agreement a = CompareWithGolden(*model, "tests/golden/logits_gemma3_270m_hf.json",
                                         kExactTol, kExactTie, kExactMaxPrompt);
-  std::printf("gemma3 exact path vs transformers: largest top-k logit difference %.5f, %d of %d "
-              "greedy tokens identical\n", a.worst_logit_diff, a.greedy_checked,
-              a.greedy_checked + a.greedy_ties);
-  EXPECT_EQ(a.greedy_checked + a.greedy_ties, 2 * 64);
+  Report("gemma3 exact path vs transformers", a);
+  EXPECT_EQ(a.greedy_checked, 2 * 64);  // every step, no near-tie needed
 }
 
 TEST(GoldenLogitsTest, GemmaTokenizerMatchesGoldenPromptIds) {
