@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "bench/bench_weights.h"
 #include "quant/activations.h"
 #include "quant/quantize.h"
 #include "util/cpu_features.h"
@@ -30,32 +31,8 @@ namespace {
 
 constexpr size_t kColdBytes = size_t{1} << 30;  // well above the last-level cache
 
-struct AlignedBytes {
-  explicit AlignedBytes(size_t n) : size(n), data(static_cast<uint8_t*>(::operator new(n, std::align_val_t{64}))) {}
-  ~AlignedBytes() { ::operator delete(data, std::align_val_t{64}); }
-  size_t size;
-  uint8_t* data;
-};
-
-// A rows x cols matrix of the given type (deterministic pseudo-random values), cached.
-const AlignedBytes& Weights(GgmlType type, int64_t rows, int64_t cols) {
-  static std::map<std::tuple<GgmlType, int64_t, int64_t>, std::unique_ptr<AlignedBytes>> cache;
-  auto& slot = cache[{type, rows, cols}];
-  if (!slot) {
-    const size_t row_bytes = RowBytes(type, cols);
-    slot = std::make_unique<AlignedBytes>(row_bytes * rows);
-    std::vector<float> x(cols);
-    uint32_t s = 12345;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (auto& v : x) {
-        s = s * 1664525u + 1013904223u;
-        v = (static_cast<float>(s >> 8) / 16777216.0f - 0.5f) * 0.2f;
-      }
-      QuantizeRow(type, x.data(), slot->data + r * row_bytes, cols);
-    }
-  }
-  return *slot;
-}
+using bench::AlignedBytes;
+using bench::Weights;
 
 ThreadPool& Pool(int threads) {
   static std::map<int, std::unique_ptr<ThreadPool>> pools;

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "bench/vec_dot_hwy.h"
+#include "bench/bench_weights.h"
 #include "quant/activations.h"
 #include "quant/quantize.h"
 #include "quant/vec_dot.h"
@@ -57,34 +58,8 @@ constexpr int64_t kHwyAvx3 = 1LL << 8;
 namespace qevict {
 namespace {
 
-struct AlignedBytes {
-  explicit AlignedBytes(size_t n) : size(n), data(static_cast<uint8_t*>(::operator new(n, std::align_val_t{64}))) {}
-  ~AlignedBytes() { ::operator delete(data, std::align_val_t{64}); }
-  AlignedBytes(const AlignedBytes&) = delete;
-  AlignedBytes& operator=(const AlignedBytes&) = delete;
-  size_t size;
-  uint8_t* data;
-};
-
-// A rows x cols matrix of deterministic pseudo-random values, cached.
-const AlignedBytes& Weights(GgmlType type, int64_t rows, int64_t cols) {
-  static std::map<std::tuple<GgmlType, int64_t, int64_t>, std::unique_ptr<AlignedBytes>> cache;
-  auto& slot = cache[{type, rows, cols}];
-  if (!slot) {
-    const size_t row_bytes = RowBytes(type, cols);
-    slot = std::make_unique<AlignedBytes>(row_bytes * rows);
-    std::vector<float> x(cols);
-    uint32_t s = 12345;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (auto& v : x) {
-        s = s * 1664525u + 1013904223u;
-        v = (static_cast<float>(s >> 8) / 16777216.0f - 0.5f) * 0.2f;
-      }
-      QuantizeRow(type, x.data(), slot->data + r * row_bytes, cols);
-    }
-  }
-  return *slot;
-}
+using bench::AlignedBytes;
+using bench::Weights;
 
 struct Impl {
   const char* name;
