@@ -51,7 +51,7 @@ bench: setup build
 # qevict vs llama.cpp on Gemma 3 270M (Q4_K/Q5_0/Q6_K/Q8_0 weights, sliding-window layers).
 bench-gemma: setup build
 	@MODEL=models/gemma-3-270m-q4_k_m.gguf OUT=docs/benchmarks-gemma.md STAGES=speed \
-	  CTX=512,4096,8192 ROUNDS=1 PROFILE=0 scripts/bench.sh
+	  CTX=512,4096,8192,16384 ROUNDS=1 PROFILE=0 scripts/bench.sh
 
 # libFuzzer targets with ASan+UBSan, FUZZ_SECONDS (default 180) each; see docs/security.md.
 fuzz:

@@ -24,9 +24,9 @@
 # otherwise the script refuses to write the page, unless BUSY_OK=1, which writes it marked
 # unreliable at the top.
 #
-# Environment: BIN (default build/qevict), MODEL, THREADS (2), CTX (512,4096), GEN (64), REPS (2),
-# ROUNDS (3), QUIET_WAIT (30), QUIET_IDLE (0.75), KV_CTX (4096,8192), KV_POLICIES (qevict; comma list, or "all" for every policy
-# `qevict run --help` lists), KV_BUDGETS (0.05,0.1,0.2), KV_REPS (1), PROFILE (1 = when perf
+# Environment: BIN (default build/qevict), MODEL, THREADS (2), CTX (512,4096,8192), GEN (64), REPS (2),
+# ROUNDS (3), QUIET_WAIT (30), QUIET_IDLE (0.75), KV_CTX (4096,8192), KV_POLICIES (all: every policy
+# `qevict run --help` lists; or a comma list), KV_BUDGETS (0.05,0.1), KV_REPS (1), PROFILE (1 = when perf
 # works, 0 = skip), LLAMACPP (1 = compare with llama.cpp, 0 = qevict only), OUT
 # (docs/benchmarks.md), WORK (keep the raw results there instead of a temporary directory),
 # STAGES=memory alone re-renders only the memory section of an existing OUT (with its own date and
@@ -39,7 +39,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-build/qevict}
 MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 THREADS=${THREADS:-2}
-CTX=${CTX:-512,4096}
+CTX=${CTX:-512,4096,8192}
 GEN=${GEN:-64}
 REPS=${REPS:-2}
 ROUNDS=${ROUNDS:-3}
@@ -49,8 +49,8 @@ QUIET_LOAD=${QUIET_LOAD:-$(python3 -c "import os; print(os.cpu_count() / 4)")}
 QUIET_START=${QUIET_START:-600}
 BUSY_OK=${BUSY_OK:-0}
 KV_CTX=${KV_CTX:-4096,8192}
-KV_BUDGETS=${KV_BUDGETS:-0.05,0.1,0.2}
-KV_POLICIES=${KV_POLICIES:-qevict}
+KV_BUDGETS=${KV_BUDGETS:-0.05,0.1}
+KV_POLICIES=${KV_POLICIES:-all}
 KV_REPS=${KV_REPS:-1}
 STAGES=${STAGES:-speed,speed1,kv,memory,profile}
 MEM_CTX=${MEM_CTX:-2048,4096,8192}

@@ -498,7 +498,8 @@ def collect_kv(work):
     return rows, fails
 
 
-def render_kv(work, meta):
+def render_kv(work, meta, bw=0.0):
+    """bw: the machine's read bandwidth (GB/s) measured in the speed stage, 0 when unknown."""
     rows, fails = collect_kv(work)
     lines = ["## KV-cache policies", ""]
     if not rows:
@@ -511,17 +512,24 @@ def render_kv(work, meta):
     lines += ["`qevict bench --ctx L --kv-policy P --kv-budget B`, %s threads, %s decode steps, "
               "best of %s repetition(s); KV bytes are what the cache holds (KvStats) after the "
               "prompt and at the end; the budget is a fraction of an fp16 cache of prompt + new "
-              "tokens." % (meta.get("threads"), meta.get("gen"), meta.get("kv_reps", "?")), "",
+              "tokens. *share of its bandwidth limit*: decode tok/s x the bytes one decode step "
+              "reads (weights + the KV the cache holds, as `qevict bench` counts them) / the read "
+              "bandwidth measured above (%s GB/s)." % (
+                  meta.get("threads"), meta.get("gen"), meta.get("kv_reps", "?"),
+                  fmt(bw) if bw else "not measured"), "",
               "| context | policy | budget | prefill tok/s | decode tok/s | decode vs full | "
+              "share of its bandwidth limit | "
               "KV after prompt | KV at end | KV peak | KV budget | peak RSS | RSS at end |",
-              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     full, order = full_and_order(rows)
     for r in order:
         f = full.get(r["ctx"])
-        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        share = (pct(100.0 * r["decode_tps"] * r["bytes_per_token"] / (bw * 1e9))
+                 if bw and r.get("bytes_per_token") and r.get("decode_tps") else "n/a")
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["ctx"], r["policy"], "-" if r["budget"] == "none" else r["budget"],
             fmt(r["prefill_tps"]), fmt(r["decode_tps"]),
-            ratio_str(r["decode_tps"], f["decode_tps"]) if f else "n/a",
+            ratio_str(r["decode_tps"], f["decode_tps"]) if f else "n/a", share,
             mib(r["kv_resident_bytes_after_prompt"]), mib(r["kv_resident_bytes"]),
             mib(r["kv_peak_bytes"]),
             "-" if r["kv_budget_bytes"] < 0 else mib(r["kv_budget_bytes"]),
@@ -654,7 +662,7 @@ def main():
     out += render_single_thread(args.work)
     if speed:
         out += render_bandwidth(speed)
-    out += render_kv(args.work, meta)
+    out += render_kv(args.work, meta, best_bandwidth(speed) if speed else 0.0)
     out += render_memory(args.work, meta)
     out += render_profiles(args.work, meta.get("threads", 0))
     out += render_commands(meta)
