@@ -19,10 +19,14 @@ import os
 import re
 import statistics
 
-TARGET_CTX = (512, 4096)
-TARGET_DECODE_RATIO = 1.0
-TARGET_PREFILL_RATIO = 0.7
-TARGET_BW_FRACTION = 0.6
+# The speed issue's targets, per context: decode and prefill as multiples of llama.cpp's, decode
+# as a share of the bandwidth limit (None: no target there). Beyond the last context, the decode
+# ratio must not fall below the one at TARGET_CTX[-1]. KV_TARGET: a compressing policy's decode
+# as a share of its own bandwidth limit (weights + the KV it holds) at one budget and context.
+TARGETS = {512: {"decode": 1.5, "prefill": None, "bw": None},
+           4096: {"decode": 1.5, "prefill": 2.5, "bw": 0.6}}
+TARGET_CTX = tuple(sorted(TARGETS))
+KV_TARGET = {"policy": "qevict", "budget": "0.05", "ctx": 8192, "share": 0.7}
 
 # Profile symbols grouped by what they do; the first matching rule wins.
 CATEGORIES = [
@@ -221,19 +225,33 @@ def verdict(actual, target, what, unit_ratio=True):
         100 * (target - actual), 100 * actual, 100 * target, need)
 
 
-def busy_banner(meta):
-    """The page's first lines when the run's load average reached QUIET_LOAD (BUSY_OK=1)."""
+def busy_banner(meta, work):
+    """The page's first lines when other work shared the machine (BUSY_OK=1).
+
+    Two signs: the 1-minute load average before anything ran (the script waits for it to fall
+    below QUIET_LOAD), and the idle CPU in the second before each timed command (the script
+    waits up to QUIET_WAIT seconds for QUIET_IDLE of it; nothing of the benchmark runs then).
+    The load average at the end is no sign: it counts the benchmark's own threads."""
     try:
-        loads = [float(meta["loadavg_start"][0]), float(meta["loadavg_end"][0])]
+        start = float(meta["loadavg_start"][0])
         limit = float(meta["quiet_load"])
+        quiet_idle = float(meta.get("quiet_idle", 0.75))
     except (KeyError, ValueError, IndexError, TypeError):
         return []
-    if max(loads) < limit:
+    idles = sorted(i for i in (read_timed(p)[2] for p in glob.glob(os.path.join(work, "*.rss")))
+                   if i is not None)
+    disturbed = sum(1 for i in idles if i < quiet_idle)
+    reasons = []
+    if start >= limit:
+        reasons.append("1-minute load average %.2f before the first run, the quiet limit is %.2f"
+                       % (start, limit))
+    if idles and disturbed > len(idles) // 10:
+        reasons.append("%d of %d timed runs started with less than %.0f%% of the CPU idle" % (
+            disturbed, len(idles), 100 * quiet_idle))
+    if not reasons:
         return []
-    return ["**Unreliable: measured on a busy machine** (1-minute load average %.2f at the start "
-            "and %.2f at the end, the quiet limit is %.2f). Other work shared the cores; do not "
-            "quote these figures. Rerun `make bench` on a quiet machine." % (loads[0], loads[1], limit),
-            ""]
+    return ["**Unreliable: measured on a busy machine** (%s). Other work shared the cores; do not "
+            "quote these figures. Rerun `make bench` on a quiet machine." % "; ".join(reasons), ""]
 
 
 def render_machine(meta, any_speed):
@@ -254,7 +272,8 @@ def render_machine(meta, any_speed):
         "| llama.cpp CMake flags | `%s` |" % (meta.get("llama_cmake_flags") or "n/a"),
         "| model | `%s` (%s) |" % (meta.get("model"), mib(any_speed.get("model_bytes", 0))),
         "| threads | %s (both engines) |" % meta.get("threads"),
-        "| load average (1 min) | %s at the start, %s at the end |" % (load_s, load_e),
+        "| load average (1 min) | %s before the first run, %s at the end (which counts the "
+       "benchmark's own threads) |" % (load_s, load_e),
         "",
     ]
     try:
@@ -398,12 +417,18 @@ def render_bandwidth(speed):
     return lines
 
 
-def render_targets(summaries, work):
+def render_targets(summaries, work, bw=0.0):
+    def ratio_text(key):
+        return ", ".join("%.1fx at %d" % (t[key], L) for L, t in TARGETS.items() if t[key])
     lines = ["## Targets", "",
-             "At %s tokens of context: decode >= %.1fx llama.cpp, prefill >= %.1fx llama.cpp, decode "
-             ">= %.0f%% of the bandwidth limit (best-of-repetitions figures)." % (
-                 " and ".join(map(str, TARGET_CTX)), TARGET_DECODE_RATIO, TARGET_PREFILL_RATIO,
-                 100 * TARGET_BW_FRACTION), ""]
+             "As multiples of llama.cpp's speed at a context of so many tokens: decode >= %s, "
+             "prefill >= %s. Decode at >= %s of the bandwidth limit; the decode ratio at longer "
+             "contexts not below the one at %d; `%s` at %s decoding at %d tokens at >= %.0f%% of "
+             "its own bandwidth limit (best-of-repetitions figures)." % (
+                 ratio_text("decode"), ratio_text("prefill"),
+                 ", ".join("%.0f%% at %d" % (100 * t["bw"], L) for L, t in TARGETS.items() if t["bw"]),
+                 TARGET_CTX[-1], KV_TARGET["policy"], KV_TARGET["budget"], KV_TARGET["ctx"],
+                 100 * KV_TARGET["share"]), ""]
     cpu = [(s["cpu"], s["l_cpu"]) for s in summaries.values() if s["cpu"] and s["l_cpu"]]
     if cpu:
         lines += ["CPU the runs obtained (median of the per-run shares; %d%% would be all threads "
@@ -420,18 +445,39 @@ def render_targets(summaries, work):
         dec = s["decode"] / s["l_decode"] if s["l_decode"] else None
         pre = s["prefill"] / s["l_prefill"] if s["l_prefill"] else None
         frac = s["decode"] * s["bytes_per_token"] / (s["bw"] * 1e9) if s["bw"] else None
-        checks = [
-            ("decode vs llama.cpp", verdict(dec, TARGET_DECODE_RATIO, "decode ratio"), "decode",
-             dec is not None and dec < TARGET_DECODE_RATIO),
-            ("prefill vs llama.cpp", verdict(pre, TARGET_PREFILL_RATIO, "prefill ratio"), "prefill",
-             pre is not None and pre < TARGET_PREFILL_RATIO),
-            ("decode vs bandwidth limit", verdict(frac, TARGET_BW_FRACTION, "", unit_ratio=False),
-             "decode", frac is not None and frac < TARGET_BW_FRACTION),
-        ]
+        t = TARGETS[L]
+        checks = []
+        if t["decode"]:
+            checks.append(("decode vs llama.cpp", verdict(dec, t["decode"], "decode ratio"),
+                           "decode", dec is not None and dec < t["decode"]))
+        if t["prefill"]:
+            checks.append(("prefill vs llama.cpp", verdict(pre, t["prefill"], "prefill ratio"),
+                           "prefill", pre is not None and pre < t["prefill"]))
+        if t["bw"]:
+            checks.append(("decode vs bandwidth limit", verdict(frac, t["bw"], "", unit_ratio=False),
+                           "decode", frac is not None and frac < t["bw"]))
         for name, text, phase, missed in checks:
             lines.append("- context %d, %s: %s" % (L, name, text))
             if missed:
                 causes.append((phase, L))
+    base = summaries.get(TARGET_CTX[-1])
+    if base and base["l_decode"]:
+        for L in sorted(c for c in summaries if c > TARGET_CTX[-1]):
+            s = summaries[L]
+            if not s["l_decode"]:
+                continue
+            r, r0 = s["decode"] / s["l_decode"], base["decode"] / base["l_decode"]
+            lines.append("- context %d, decode ratio not below %d's: %s (%.2fx against %.2fx)" % (
+                L, TARGET_CTX[-1], "**met**" if r >= r0 else "**missed**", r, r0))
+    kv = [r for r in collect_kv(work)[0] if r["policy"] == KV_TARGET["policy"] and
+          r["budget"] == KV_TARGET["budget"] and r["ctx"] == KV_TARGET["ctx"]]
+    if kv and bw and kv[0].get("bytes_per_token"):
+        share = kv[0]["decode_tps"] * kv[0]["bytes_per_token"] / (bw * 1e9)
+        lines.append("- `%s` at %s, context %d, decode vs its own bandwidth limit: %s (%.0f%%, "
+                     "target %.0f%%; the KV-cache policies table)" % (
+                         KV_TARGET["policy"], KV_TARGET["budget"], KV_TARGET["ctx"],
+                         "**met**" if share >= KV_TARGET["share"] else "**missed**", 100 * share,
+                         100 * KV_TARGET["share"]))
     lines.append("")
     if causes:
         lines += ["### Where the time goes (missed targets)", ""]
@@ -650,14 +696,14 @@ def main():
     out = ["# Benchmarks" + (" (Gemma 3 270M)" if gemma else ""), "",
            "Generated by `make " + ("bench-gemma" if gemma else "bench") +
            "` (scripts/bench.sh, scripts/render_benchmarks.py); do not edit by hand.", ""]
-    out += busy_banner(meta)
+    out += busy_banner(meta, args.work)
     if not gemma:
         out += ["The same comparison on the second reference model, Gemma 3 270M (Q4_K_M: Q4_K, "
                 "Q5_0, Q6_K and Q8_0 weights, 15 sliding-window layers): "
                 "[benchmarks-gemma.md](benchmarks-gemma.md) (`make bench-gemma`).", ""]
     out += render_machine(meta, any_speed)
     speed_lines, summaries = render_speed(speed, meta)
-    out += render_targets(summaries, args.work)
+    out += render_targets(summaries, args.work, best_bandwidth(speed) if speed else 0.0)
     out += speed_lines
     out += render_single_thread(args.work)
     if speed:
