@@ -277,7 +277,9 @@ def render_machine(meta, any_speed):
         "",
     ]
     try:
-        if max(float(load_s), float(load_e)) > float(meta.get("cores", 1)):
+        # The load at the end counts the benchmark's own threads: only the start says whether
+        # other work was there.
+        if float(load_s) > float(meta.get("cores", 1)):
             lines += ["Note: the load average exceeded the number of cores: other work shared the "
                       "machine and each run obtained only part of the CPU (rows \"CPU obtained\" "
                       "below). The engines ran interleaved and the best repetition of each is "
