@@ -33,15 +33,17 @@ constexpr double kExactTie = 0.02;
 // left to the fast-path comparison to keep the suite quick.
 constexpr size_t kExactMaxPrompt = 64;
 // The fast path's largest single top-k difference, at every SIMD level (measured: SmolLM2
-// against llama.cpp 0.86 with the AVX-512 kernels, 1.19 with AVX2, 0.78 portable; against
-// transformers 1.06 / 0.69 / 1.10). Activation quantization moves a logit by this much at the
-// worst position of these 30 layers, so the bound cannot be tighter without failing a valid
-// kernel; the mean below is where the fast path is held tight.
+// against llama.cpp 0.90 with the AVX-512 kernels, 0.88 with AVX2, 0.78 portable; against
+// transformers 0.97 / 0.75 / 1.10; AVX2 reached 1.19 against llama.cpp with the kernels before
+// the grouped projections). Activation quantization moves a logit by this much at the worst
+// position of these 30 layers, so the bound cannot be tighter without failing a valid kernel;
+// the mean below is where the fast path is held tight.
 constexpr double kFastTol = 1.25;
-// Gemma 3 against llama.cpp on the 1219-token prompt: 0.99 (AVX-512), 1.60 (AVX2), 1.40
-// (portable); llama.cpp itself moves by up to 1.12 there between batch sizes.
+// Gemma 3 against llama.cpp on the 1219-token prompt: 0.95 (AVX-512), 1.34 (AVX2; 1.60 with the
+// kernels before the grouped projections), 1.40 (portable); llama.cpp itself moves by up to 1.12
+// there between batch sizes.
 constexpr double kGemmaFastTol = 1.75;
-// The mean top-k difference of the fast path (measured 0.18-0.25 at every level, both models):
+// The mean top-k difference of the fast path (measured 0.17-0.25 at every level, both models):
 // a systematic error in a kernel (a wrong scale, a dropped block) moves every logit.
 constexpr double kFastMeanTol = 0.3;
 constexpr double kFastTie = 0.5;
@@ -131,7 +133,7 @@ TEST(GoldenLogitsTest, FastPathMatchesLlamaCpp) {
                         SIZE_MAX);
   EXPECT_LE(a.mean_logit_diff(), kFastMeanTol);
   Report("fast path vs llama.cpp", a);
-  EXPECT_GE(a.greedy_checked, 170);  // of 182; measured 174-177
+  EXPECT_GE(a.greedy_checked, 170);  // of 182; measured 174-177 across levels
 }
 
 // The fast path against transformers fp32: what the fast kernels' 8-bit activations cost by
@@ -142,7 +144,7 @@ TEST(GoldenLogitsTest, FastPathMatchesTransformersFp32) {
                                         kFastTol, kFastTie, SIZE_MAX);
   EXPECT_LE(a.mean_logit_diff(), kFastMeanTol);
   Report("fast path vs transformers", a);
-  EXPECT_GE(a.greedy_checked, 170);  // of 182; measured 176-177
+  EXPECT_GE(a.greedy_checked, 170);  // of 182; measured 176-179 across levels
 }
 
 // Gemma 3 270M (Q4_K, Q5_0, Q6_K and Q8_0 weights; 15 sliding-window layers of 512 tokens and
@@ -156,7 +158,7 @@ TEST(GoldenLogitsTest, GemmaFastPathMatchesLlamaCpp) {
   EXPECT_LE(a.mean_logit_diff(), kFastMeanTol);
   Report("gemma3 fast path vs llama.cpp", a);
   EXPECT_EQ(a.greedy_checked + a.greedy_ties, 3 * 64);
-  EXPECT_GE(a.greedy_checked, 3 * 64 - 12);  // measured 188 (AVX-512, AVX2), 183 (portable)
+  EXPECT_GE(a.greedy_checked, 3 * 64 - 12);  // measured 185-188 (AVX-512, AVX2), 183 (portable)
 }
 
 // The exact path against transformers fp32 on the same Gemma 3 GGUF (dequantized weights; HF's
