@@ -359,7 +359,8 @@ HWY_INLINE void RowDot(int64_t nb, const uint8_t* w, const Act* act, float* out)
 #pragma GCC unroll 16
       for (int j = 0; j < static_cast<int>(G); j += 2 * kStepBlocks) {
         step(j, acc);
-        step(j + kStepBlocks, acc_odd);
+        // A one-lane group (the scalar target) has no odd step: never read past the group.
+        if (j + kStepBlocks < static_cast<int>(G)) step(j + kStepBlocks, acc_odd);
       }
     } else {
       int j = 0;
