@@ -4,7 +4,7 @@ BUILD ?= build
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build test test-asan demo eval eval-extra eval-quick results bench bench-gemma clean format fuzz
+.PHONY: all setup build test test-asan test-arm demo eval eval-extra eval-quick results bench bench-gemma clean format fuzz
 
 all: build
 
@@ -17,13 +17,18 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
-# Unit tests, then the model-level tests (golden logits, CLI), then the same under ASan+UBSan.
+# Unit tests, then the model-level tests (golden logits, CLI), then the same under ASan+UBSan,
+# then the core libraries cross-built for ARM (tests under qemu where it can run them).
 test: setup build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
 	$(MAKE) test-asan
+	$(MAKE) test-arm
 
 test-asan:
 	@scripts/test_sanitized.sh
+
+test-arm:
+	@scripts/test_arm.sh
 
 demo: setup build
 	@scripts/demo.sh

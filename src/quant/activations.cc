@@ -138,8 +138,10 @@ void QuantizeRowPortable(const ActivationLayout& layout, const float* x, uint8_t
 
 void QuantizeActivationRow(const ActivationLayout& layout, const float* x, uint8_t* dst, SimdLevel level) {
   level = std::min(level, DetectedSimdLevel());
+#if defined(__x86_64__)  // the hand-written x86 files (elsewhere the level is always portable)
   if (level >= SimdLevel::kAvx512 && activations::QuantizeRowAvx512(layout, x, dst)) return;
   if (level >= SimdLevel::kAvx2 && activations::QuantizeRowAvx2(layout, x, dst)) return;
+#endif
   activations::QuantizeRowPortable(layout, x, dst);
 }
 

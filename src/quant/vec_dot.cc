@@ -32,8 +32,10 @@ DotKernel SelectDotKernel(GgmlType weight_type, SimdLevel level) {
   QEVICT_CHECK(GetTypeTraits(weight_type).weight_supported);
   level = level < DetectedSimdLevel() ? level : DetectedSimdLevel();
   DotKernel kernel;
+#if defined(__x86_64__)  // the hand-written x86 files (elsewhere the level is always portable)
   if (level >= SimdLevel::kAvx512) kernel = vec_dot::Avx512Kernel(weight_type);
   if (kernel.tile == nullptr && level >= SimdLevel::kAvx2) kernel = vec_dot::Avx2Kernel(weight_type);
+#endif
   if (kernel.tile == nullptr) kernel = vec_dot::PortableKernel(weight_type);
   QEVICT_CHECK(kernel.tile != nullptr);
   return kernel;

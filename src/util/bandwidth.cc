@@ -91,8 +91,12 @@ BandwidthResult MeasureReadBandwidth(ThreadPool& pool, size_t buffer_bytes, int 
     }
   });
 
+#if defined(__x86_64__)
   const auto sum = ActiveSimdLevel() >= SimdLevel::kAvx2 ? bandwidth_internal::SumWordsAvx2
                                                          : bandwidth_internal::SumWordsPortable;
+#else  // the compiler vectorises the portable sum for the target (NEON on ARM)
+  const auto sum = bandwidth_internal::SumWordsPortable;
+#endif
   std::atomic<uint64_t> sink{0};
   std::vector<double> rates;
   for (int pass = 0; pass < std::max(1, passes); ++pass) {
