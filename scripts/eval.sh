@@ -60,7 +60,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 
 if [ "$PART" = headline ]; then
-  TOTAL=6
+  TOTAL=8
   # Headline: needles at 2k and 4k, drift (four questions about four parts of one prompt, in
   # one session) at 2k with the full-cache shadow (missed mass, FMM), every policy, 30 a cell.
   run smol-niah "$SMOL" "${PE[@]}" "${HEAD_BUDGETS[@]}" --tasks niah --lengths 2048,4096 "${DEPTHS10[@]}"
@@ -75,6 +75,10 @@ if [ "$PART" = headline ]; then
   # At 16k tokens the rings are 14% of the cache: budgets from 0.2. Every default policy,
   # the query-agnostic ones (kvzip, qevict-zip) included.
   run gemma-niah-16k "$GEMMA" "${PE[@]}" --budgets 0.2,0.3,0.5 --lengths 16384 --tasks niah "${DEPTHS10[@]}"
+  # Gemma's multi-question task (drift: four questions on four parts of one prompt, one session).
+  run gemma-drift-4k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 4096 --tasks drift --samples 30
+  run gemma-drift-8k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 8192 --tasks drift --samples 30 \
+    --policies full,streaming,h2o,tova,snapkv,pyramidkv,kivi,mikv,qevict,qevict-qa
 else
   TOTAL=6
   # SCBench-style multi-turn: five questions on five parts of one shared context, 30 a cell.
