@@ -50,23 +50,25 @@ TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
   so.n_ctx = static_cast<int64_t>(prompt.size()) + n_new;
   so.prefill_chunk = 128;  // several chunks: scores accumulate across EndBatch calls
 
-  // One prefix per window layout (defaults: W = 8; kivi's 32-token key groups: PolicyLayout).
-  std::map<int, std::unique_ptr<Session>> prefixes;
-  std::vector<float> prefix_logits;
+  // One prefill (defaults: W = 8); a policy of another layout (kivi's 32-token key groups:
+  // PolicyLayout) forks from that prefix re-windowed, never reading the prompt again.
+  KvConfig geometry;  // defaults: the prefix cache's sinks, recent, bits
+  Session prefix(*m->model, pool, so, [=](const KvGeometry& g, const Rope& r) {
+    return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
+  });
+  prefix.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
+  const std::span<const float> first = prefix.Prefill(prompt);
+  const std::vector<float> prefix_logits(first.begin(), first.end());
+  std::map<int, std::unique_ptr<Session>> relayouts;
   auto prefix_for = [&](const KvConfig& c) -> const Session& {
-    KvConfig geometry;  // defaults: the prefix cache's sinks, recent, bits
-    geometry.window = c.policy == "full" ? geometry.window : PolicyLayout(c).window;
-    std::unique_ptr<Session>& slot = prefixes[geometry.window];
+    const int window = PolicyLayout(c).window;
+    if (c.policy == "full" || window == geometry.window) return prefix;
+    std::unique_ptr<Session>& slot = relayouts[window];
     if (!slot) {
-      slot = std::make_unique<Session>(*m->model, pool, so, [=](const KvGeometry& g, const Rope& r) {
-        return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
+      slot = std::make_unique<Session>(prefix, [&](const KvCache& p, const Rope& r) {
+        return std::unique_ptr<KvCache>(
+            RelayoutPrefixCache(dynamic_cast<const TieredCache&>(p), c, so.prefill_chunk, r));
       });
-      slot->BeginRun(static_cast<int64_t>(prompt.size()), n_new);
-      const std::span<const float> logits = slot->Prefill(prompt);
-      if (!prefix_logits.empty()) {  // the prompt's logits do not depend on the window
-        EXPECT_EQ(0, std::memcmp(logits.data(), prefix_logits.data(), logits.size() * sizeof(float)));
-      }
-      prefix_logits.assign(logits.begin(), logits.end());
     }
     return *slot;
   };
@@ -103,6 +105,10 @@ TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
       }
       EXPECT_EQ(got.stats.resident_bytes(), expected.stats.resident_bytes());
       EXPECT_EQ(got.stats.peak_bytes, expected.stats.peak_bytes);
+      EXPECT_EQ(got.stats.prefill_peak_bytes, expected.stats.prefill_peak_bytes);
+      EXPECT_EQ(got.stats.peak_fp16_bytes, expected.stats.peak_fp16_bytes);
+      EXPECT_EQ(got.stats.reserved_bytes, expected.stats.reserved_bytes);
+      EXPECT_EQ(got.stats.peak_reserved_bytes, expected.stats.peak_reserved_bytes);
       EXPECT_EQ(got.stats.promotions, expected.stats.promotions);
       EXPECT_EQ(got.stats.demotions, expected.stats.demotions);
       EXPECT_EQ(got.stats.evictions, expected.stats.evictions);
@@ -110,6 +116,49 @@ TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
       EXPECT_EQ(got.stats.infeasible, expected.stats.infeasible);
       if (std::string(name) == "full") break;  // full has no budget
     }
+  }
+}
+
+TEST(ForkTest, ARewindowedPrefixRefusesPoliciesThatRouteOnScores) {
+  QEVICT_REQUIRE_MODEL(m);
+  ThreadPool pool(2);
+  const std::vector<int32_t> prompt = Prompt(*m);
+  SessionOptions so;
+  so.n_ctx = static_cast<int64_t>(prompt.size()) + 4;
+  KvConfig geometry;
+  Session prefix(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
+    return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
+  });
+  prefix.BeginRun(static_cast<int64_t>(prompt.size()), 4);
+  prefix.Prefill(prompt);
+  KvConfig kivi;
+  kivi.policy = "kivi";
+  kivi.budget = 0.3;
+  Session relayout(prefix, [&](const KvCache& p, const Rope& r) {
+    return std::unique_ptr<KvCache>(
+        RelayoutPrefixCache(dynamic_cast<const TieredCache&>(p), kivi, so.prefill_chunk, r));
+  });
+  const auto& cache = dynamic_cast<const TieredCache&>(relayout.cache());
+  EXPECT_EQ(cache.config().window, kivi.kivi_group);
+  EXPECT_EQ(cache.n_tokens(), static_cast<int64_t>(prompt.size()));
+  // The same keys and values, in attention order, whatever the windows.
+  const auto& original = dynamic_cast<const TieredCache&>(prefix.cache());
+  for (int layer = 0; layer < cache.geometry().n_layers; ++layer) {
+    std::vector<float> k1, v1, k2, v2;
+    std::vector<int32_t> p1, p2;
+    original.DenseLayer(layer, &k1, &v1, &p1);
+    cache.DenseLayer(layer, &k2, &v2, &p2);
+    ASSERT_EQ(k1, k2);
+    ASSERT_EQ(v1, v2);
+    ASSERT_EQ(p1, p2);
+  }
+  const RopeTables ropes = m->model->MakeRopes(so.n_ctx);
+  for (const char* name : {"h2o", "tova", "qevict"}) {
+    KvConfig c = kivi;
+    c.policy = name;
+    c.window = kivi.kivi_group;  // the layout matches: only the missing scores are in the way
+    EXPECT_THROW(ForkKvCache(cache, c, *ropes.global, pool), Error)
+        << name;
   }
 }
 

@@ -345,23 +345,19 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
   };
 
   // A policy whose cache has another window (kivi's 32-token key groups: PolicyLayout) forks
-  // from a prefix of that layout, read once per instance when first needed (the prompt's logits
-  // do not depend on the window: fp16 windows attend bit-identically to the full cache).
+  // from the prefix re-windowed to that layout: its rows copied, the prompt not read again
+  // (RelayoutPrefixCache; such policies do not route on window scores, which do not carry over).
   std::map<int, std::unique_ptr<Session>> other_prefixes;
   auto prefix_for = [&](const KvConfig& config) -> const Session& {
     const int window = PolicyLayout(config).window;
     if (config.policy == "full" || window == prefix_cache.config().window) return *prefix;
     std::unique_ptr<Session>& slot = other_prefixes[window];
     if (!slot) {
-      KvConfig layout = settings.kv;
-      layout.window = window;
-      slot = std::make_unique<Session>(*model.model, pool, options,
-                                       [&](const KvGeometry& g, const Rope& r) {
-                                         return std::unique_ptr<KvCache>(
-                                             CreatePrefixCache(layout, g, r));
-                                       });
-      slot->BeginRun(prompt, extra);
-      slot->Prefill(turns.first);
+      slot = std::make_unique<Session>(*prefix, [&](const KvCache& p, const Rope& r) {
+        return std::unique_ptr<KvCache>(
+            RelayoutPrefixCache(dynamic_cast<const TieredCache&>(p), config,
+                                options.prefill_chunk, r));
+      });
     }
     return *slot;
   };

@@ -88,6 +88,15 @@ class TieredCache : public KvCache {
                                     const Rope& rope, ThreadPool& pool,
                                     bool keep_statistics = false) const;
   std::unique_ptr<FullCache> ForkFull(const Rope& rope) const;
+  // The same prefix with windows of `window` tokens (kivi's 32-token key groups), made by
+  // copying the stored rows instead of reading the prompt again: stored bytes, positions,
+  // observed queries and peaks are those of a prefix of that layout that read the prompt itself.
+  // Window scores are not carried (a window's accumulated mass cannot be split between smaller
+  // windows), so Fork() refuses policies that route on scores. batch_tokens: the prefill chunk
+  // the prompt was read in (blocks are allocated in that order). policy: keep-all (the
+  // registry's RelayoutPrefixCache supplies it).
+  std::unique_ptr<TieredCache> WithWindow(int window, int batch_tokens,
+                                          std::unique_ptr<Policy> policy, const Rope& rope) const;
 
   // Bytes a cache of this configuration may hold mapped beyond its ledger: per pool, at most one
   // partly filled slab after a routing step's compaction, and during a routing step the quantized
@@ -213,6 +222,7 @@ class TieredCache : public KvCache {
   bool obs_held_ = false;
   bool remember_queries_ = false;
   bool for_forks_ = false;    // KeepStatisticsForForks(): score and observe, never route
+  bool scores_known_ = true;  // false for a WithWindow() prefix: its window scores are zero
   // The run's first prompt end has been routed: it alone takes external scores (handed over or
   // computed as key-norm / expected-attention priors).
   bool priors_done_ = false;

@@ -101,6 +101,11 @@ std::unique_ptr<KvCache> ForkKvCache(const TieredCache& prefix, const KvConfig& 
   return prefix.Fork(config, MakePolicy(config), rope, pool);
 }
 
+std::unique_ptr<TieredCache> RelayoutPrefixCache(const TieredCache& prefix, const KvConfig& config,
+                                                 int prefill_chunk, const Rope& rope) {
+  return prefix.WithWindow(PolicyLayout(config).window, prefill_chunk, MakeKeepAllPolicy(), rope);
+}
+
 std::unique_ptr<TieredCache> ForkShadowCache(const TieredCache& prefix, const Rope& rope,
                                              ThreadPool& pool) {
   KvConfig config = prefix.config();

@@ -48,6 +48,12 @@ std::unique_ptr<TieredCache> CreatePrefixCache(const KvConfig& config, const KvG
                                                const Rope& rope);
 std::unique_ptr<KvCache> ForkKvCache(const TieredCache& prefix, const KvConfig& config,
                                      const Rope& rope, ThreadPool& pool);
+// The prefix re-windowed for a policy of another layout (kivi: PolicyLayout) without reading the
+// prompt again (TieredCache::WithWindow): valid for policies that do not route on window scores,
+// which are the only ones that change the window. prefill_chunk: the chunk the prefix read the
+// prompt in (SessionOptions::prefill_chunk), so that its slabs are laid out the same.
+std::unique_ptr<TieredCache> RelayoutPrefixCache(const TieredCache& prefix, const KvConfig& config,
+                                                 int prefill_chunk, const Rope& rope);
 std::unique_ptr<TieredCache> ForkShadowCache(const TieredCache& prefix, const Rope& rope,
                                              ThreadPool& pool);
 
