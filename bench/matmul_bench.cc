@@ -168,6 +168,11 @@ QEVICT_MATMUL_BENCH(Q4_0_49152x576, GgmlType::kQ4_0, 49152, 576, true);
 QEVICT_MATMUL_BENCH(Q8_0_576x576, GgmlType::kQ8_0, 576, 576, false);
 QEVICT_MATMUL_BENCH(Q8_0_1536x576, GgmlType::kQ8_0, 1536, 576, false);
 QEVICT_MATMUL_BENCH(Q8_0_49152x576, GgmlType::kQ8_0, 49152, 576, true);
+// Gemma 3 270M (Q4_K_M files keep most layer matrices in Q5_0): q 1024x640, ffn up/gate
+// 2048x640, down 640x2048.
+QEVICT_MATMUL_BENCH(Q5_0_1024x640, GgmlType::kQ5_0, 1024, 640, false);
+QEVICT_MATMUL_BENCH(Q5_0_2048x640, GgmlType::kQ5_0, 2048, 640, false);
+QEVICT_MATMUL_BENCH(Q5_0_640x2048, GgmlType::kQ5_0, 640, 2048, false);
 // K-quants need rows that are multiples of 256 columns: 768 stands in for 576.
 QEVICT_MATMUL_BENCH(Q4_K_768x768, GgmlType::kQ4_K, 768, 768, false);
 QEVICT_MATMUL_BENCH(Q4_K_1536x768, GgmlType::kQ4_K, 1536, 768, false);

@@ -99,7 +99,7 @@ void MatMulGroup(std::span<const MatMulProduct> products, const float* x, int64_
     GroupMember& m = members[i];
     m.w = &w;
     m.y = products[i].y;
-    m.kernel = SelectDotKernel(w.type);
+    m.kernel = SelectDotKernel(w.type, n_tokens == 1 ? DotShape::kSingleRow : DotShape::kTiles);
     m.first_row = total_rows;
     m.row_block = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / w.row_bytes));
     total_rows += w.rows;

@@ -28,12 +28,12 @@ ActivationFormat PartnerFormat(GgmlType weight_type) {
 
 }  // namespace vec_dot
 
-DotKernel SelectDotKernel(GgmlType weight_type, SimdLevel level) {
+DotKernel SelectDotKernel(GgmlType weight_type, SimdLevel level, DotShape shape) {
   QEVICT_CHECK(GetTypeTraits(weight_type).weight_supported);
   level = level < DetectedSimdLevel() ? level : DetectedSimdLevel();
   DotKernel kernel;
 #if defined(__x86_64__)  // the hand-written x86 files (elsewhere the level is always portable)
-  if (level >= SimdLevel::kAvx512) kernel = vec_dot::Avx512Kernel(weight_type);
+  if (level >= SimdLevel::kAvx512) kernel = vec_dot::Avx512Kernel(weight_type, shape);
   if (kernel.tile == nullptr && level >= SimdLevel::kAvx2) kernel = vec_dot::Avx2Kernel(weight_type);
 #endif
   if (kernel.tile == nullptr) kernel = vec_dot::PortableKernel(weight_type);

@@ -30,11 +30,19 @@ struct DotKernel {
   SimdLevel level = SimdLevel::kPortable;  // level of the code actually chosen
 };
 
+// What the kernel will be called for: one activation row (decode) or tiles of up to
+// kMaxTileTokens rows (prefill). Some types have a different best kernel for each (AVX-512
+// Q5_0 / Q5_1: the interleaved kernel wins on tiles and loses on single rows, whose weight
+// unpacking it cannot share; bench/matmul_bench.cc).
+enum class DotShape { kTiles, kSingleRow };
+
 // The kernel for a weight type at a SIMD level (the best implementation at or below `level`;
 // types without a faster version fall back to portable). Checks the type is weight_supported.
-DotKernel SelectDotKernel(GgmlType weight_type, SimdLevel level);
-inline DotKernel SelectDotKernel(GgmlType weight_type) {
-  return SelectDotKernel(weight_type, ActiveSimdLevel());
+// Every kernel accepts any n_tok: the shape only says which one is fastest.
+DotKernel SelectDotKernel(GgmlType weight_type, SimdLevel level,
+                          DotShape shape = DotShape::kTiles);
+inline DotKernel SelectDotKernel(GgmlType weight_type, DotShape shape = DotShape::kTiles) {
+  return SelectDotKernel(weight_type, ActiveSimdLevel(), shape);
 }
 
 }  // namespace qevict

@@ -10,7 +10,7 @@ namespace qevict::vec_dot {
 // with the activation format each one reads.
 DotKernel PortableKernel(GgmlType weight_type);
 DotKernel Avx2Kernel(GgmlType weight_type);
-DotKernel Avx512Kernel(GgmlType weight_type);
+DotKernel Avx512Kernel(GgmlType weight_type, DotShape shape);
 // The activation format of the portable kernels (and of most SIMD ones).
 ActivationFormat PartnerFormat(GgmlType weight_type);
 

@@ -1,5 +1,7 @@
 // AVX-512 (VNNI) kernels for Q5_0, Q5_1 and Q8_0 with kQ8Block32 activations (Q4_0 and Q4_1
-// have the faster interleaved kernels of vec_dot_q4_interleaved_avx512.cc).
+// have the faster interleaved kernels of vec_dot_interleaved_avx512.cc; so do Q5_0 and Q5_1
+// for tiles of several tokens, while single rows (decode) of Q5_0 and Q5_1 come here:
+// DotShape in vec_dot.h).
 //
 // Two blocks (64 values) fill a zmm register. Weight codes are made unsigned (nibbles as they
 // are, Q8_0 shifted by +128) so that one vpdpbusd multiplies them with the signed activation

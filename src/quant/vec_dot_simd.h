@@ -18,7 +18,7 @@ DotTileFn FloatTile(GgmlType weight_type);    // F32, F16, BF16
 }  // namespace avx2
 
 namespace avx512 {
-DotTileFn InterleavedQ4Tile(GgmlType weight_type);  // Q4_0, Q4_1 (kQ8Block32Interleaved)
+DotTileFn InterleavedBlock32Tile(GgmlType weight_type);  // Q4_0, Q4_1, Q5_0, Q5_1 (kQ8Block32Interleaved)
 DotTileFn LegacyTile(GgmlType weight_type);         // Q5_0, Q5_1, Q8_0
 DotTileFn KQuantTile(GgmlType weight_type);
 DotTileFn FloatTile(GgmlType weight_type);

@@ -42,9 +42,10 @@ struct Case {
   bool random_blocks;  // raw random bytes (every code pattern) instead of quantized data
 };
 
-void CheckCase(const Case& c, SimdLevel level) {
-  const DotKernel kernel = SelectDotKernel(c.type, level);
+void CheckCase(const Case& c, SimdLevel level, DotShape shape = DotShape::kTiles) {
+  const DotKernel kernel = SelectDotKernel(c.type, level, shape);
   const std::string what = std::string(GetTypeTraits(c.type).name) + " at " + SimdLevelName(level) +
+                           (shape == DotShape::kSingleRow ? " single-row" : "") +
                            " (kernel " + SimdLevelName(kernel.level) + ") n=" + std::to_string(c.n) +
                            " rows=" + std::to_string(c.n_rows) + " tokens=" + std::to_string(c.n_tok);
   const TypeTraits& traits = GetTypeTraits(c.type);
@@ -101,11 +102,13 @@ TEST(VecDotTest, EveryKernelAtEverySupportedLevel) {
       if (bs == 256) lengths = {256, 512, 768, 1536};
       if (GetTypeTraits(type).block_size == 1) lengths.insert(lengths.end(), {1, 7, 33, 577});
       uint32_t seed = 1;
-      for (int64_t n : lengths) {
-        for (int n_tok = 1; n_tok <= kMaxTileTokens; ++n_tok) {
-          for (int n_rows : {1, 2, 3, 5}) {
-            CheckCase({type, n, n_rows, n_tok, seed++, false}, level);
-            CheckCase({type, n, n_rows, n_tok, seed++, true}, level);
+      for (DotShape shape : {DotShape::kTiles, DotShape::kSingleRow}) {
+        for (int64_t n : lengths) {
+          for (int n_tok = 1; n_tok <= kMaxTileTokens; ++n_tok) {
+            for (int n_rows : {1, 2, 3, 5}) {
+              CheckCase({type, n, n_rows, n_tok, seed++, false}, level, shape);
+              CheckCase({type, n, n_rows, n_tok, seed++, true}, level, shape);
+            }
           }
         }
       }
@@ -127,6 +130,14 @@ TEST(VecDotTest, SelectionHonoursTheRequestedLevel) {
     }
   }
   EXPECT_EQ(SelectDotKernel(GgmlType::kQ4_1, SimdLevel::kPortable).activation, ActivationFormat::kQ8Block32);
+  if (DetectedSimdLevel() >= SimdLevel::kAvx512) {  // both Q5 kernels are reached (and so tested)
+    for (GgmlType type : {GgmlType::kQ5_0, GgmlType::kQ5_1}) {
+      EXPECT_EQ(SelectDotKernel(type, SimdLevel::kAvx512, DotShape::kTiles).activation,
+                ActivationFormat::kQ8Block32Interleaved);
+      EXPECT_EQ(SelectDotKernel(type, SimdLevel::kAvx512, DotShape::kSingleRow).activation,
+                ActivationFormat::kQ8Block32);
+    }
+  }
   EXPECT_EQ(SelectDotKernel(GgmlType::kQ6_K, SimdLevel::kPortable).activation, ActivationFormat::kQ8Block256);
   EXPECT_EQ(SelectDotKernel(GgmlType::kF16, SimdLevel::kPortable).activation, ActivationFormat::kF32);
 }

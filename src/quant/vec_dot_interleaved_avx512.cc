@@ -1,16 +1,20 @@
-// AVX-512 (VNNI) kernels for Q4_0 and Q4_1 with kQ8Block32Interleaved activations.
+// AVX-512 (VNNI) kernels for Q4_0, Q4_1, Q5_0 and Q5_1 with kQ8Block32Interleaved activations.
 //
 // Sixteen blocks are processed side by side, one 32-bit lane per block. Four registers hold
 // bytes 4m..4m+3 of the nibble array of each block (m < 4; for Q4_1, whose 20-byte blocks are
-// dword-aligned, by transposing five plain loads; for Q4_0 by gathers); their low nibbles are elements
-// 4m..4m+3 and their high nibbles elements 16+4m..16+4m+3 of that block. The activation rows are
-// stored in the same interleaved order (activations.h), so eight vpdpbusd accumulate the whole
-// integer dot product of every block in its own lane; the block scales, gathered in one more
-// instruction, are then applied to all 16 blocks with one multiply and two fused
-// multiply-adds (scale, and min or -8 * d times the activation sums). Per token this costs
-// 12 vector instructions per 512 values; the weight side is shared by up to kMaxTileTokens
-// tokens. The last n/32 % 16 blocks of a row (stored in plain order) go
-// two at a time through vpdpbusd with per-lane scales, as in vec_dot_legacy_avx512.cc.
+// dword-aligned, by transposing five plain loads; for the others by gathers); their low nibbles
+// are elements 4m..4m+3 and their high nibbles elements 16+4m..16+4m+3 of that block. Q5_0 and
+// Q5_1 gather each block's 32 high bits (qh) too: one byte shuffle puts the qh byte of elements
+// 4m..4m+3 (or 16+4m..) in all four bytes of the lane, a byte test against the four bits picks
+// the elements whose fifth bit is set, and a masked add puts 16 on them, so their codes (0-31)
+// are unsigned like the nibbles. The activation rows are stored in the same interleaved order
+// (activations.h), so eight vpdpbusd accumulate the whole integer dot product of every block in
+// its own lane; the block scales, gathered in one more instruction, are then applied to all 16
+// blocks with one multiply and two fused multiply-adds (scale, and min or offset * d times the
+// activation sums). Per token this costs 12 vector instructions per 512 values; the weight side
+// (20 more instructions for the fifth bits) is shared by up to kMaxTileTokens tokens. The last
+// n/32 % 16 blocks of a row (stored in plain order) go two at a time through vpdpbusd with
+// per-lane scales, as in vec_dot_legacy_avx512.cc.
 #include "quant/block32_avx512.h"
 #include "quant/simd_helpers_avx512.h"
 #include "quant/vec_dot_simd.h"
@@ -79,7 +83,8 @@ inline void TailScales(const uint8_t* base, int count, __m512* d, __m512* m) {
 }
 
 template <class F>
-inline void LoadFullGroup(const uint8_t* base, __m512* d, __m512* m, __m512i words[4]) {
+inline void LoadFullGroup(const uint8_t* base, __m512* d, __m512* m, __m512i words[4],
+                          __m512i* high_bits) {
   if constexpr (F::kBlockBytes == 20) {
     __m512i z[5];
     PrefetchAhead(base, 320);
@@ -97,6 +102,32 @@ inline void LoadFullGroup(const uint8_t* base, __m512* d, __m512* m, __m512i wor
     PrefetchAhead(base, 16 * F::kBlockBytes);
     BlockScales<F>(base, 0xffff, d, m);
     for (int k = 0; k < 4; ++k) words[k] = _mm512_i32gather_epi32(block_offsets, base + F::kQsOffset + 4 * k, 1);
+    if constexpr (F::kQhOffset >= 0) {
+      *high_bits = _mm512_i32gather_epi32(block_offsets, base + F::kQhOffset, 1);
+    }
+  }
+}
+
+// Q5_0 / Q5_1: adds 16 to the codes whose fifth bit is set. qh: each lane's 32 high bits (bit e
+// for element e); lo[k] / hi[k]: elements 4k..4k+3 / 16+4k..16+4k+3 in the lane's four bytes.
+inline void AddFifthBits(__m512i qh, __m512i lo[4], __m512i hi[4]) {
+  // Byte j of qh (elements 8j..8j+7) copied to the four bytes of each lane: within each
+  // 128-bit lane, the bytes of dword i take byte 4i + j.
+  const auto spread = [qh](int j) {
+    const __m512i index = _mm512_add_epi8(
+        _mm512_broadcast_i32x4(_mm_setr_epi32(0x00000000, 0x04040404, 0x08080808, 0x0c0c0c0c)),
+        _mm512_set1_epi8(static_cast<char>(j)));
+    return _mm512_shuffle_epi8(qh, index);
+  };
+  const __m512i sixteen = _mm512_set1_epi8(0x10);
+  const __m512i bits_even = _mm512_set1_epi32(0x08040201);  // bits 0-3 of the byte, per byte
+  const __m512i bits_odd = _mm512_set1_epi32(static_cast<int>(0x80402010u));  // bits 4-7
+  const __m512i byte_lo[2] = {spread(0), spread(1)};
+  const __m512i byte_hi[2] = {spread(2), spread(3)};
+  for (int k = 0; k < 4; ++k) {
+    const __m512i bits = k % 2 == 0 ? bits_even : bits_odd;
+    lo[k] = _mm512_mask_add_epi8(lo[k], _mm512_test_epi8_mask(byte_lo[k / 2], bits), lo[k], sixteen);
+    hi[k] = _mm512_mask_add_epi8(hi[k], _mm512_test_epi8_mask(byte_hi[k / 2], bits), hi[k], sixteen);
   }
 }
 
@@ -108,13 +139,14 @@ inline void RowDot(int64_t nb, const uint8_t* w, const ActPointers<T>& a, float 
   const int64_t full_groups = nb / 16;
   for (int64_t g = 0; g < full_groups; ++g) {
     __m512 d, m;
-    __m512i words[4];
-    LoadFullGroup<F>(w + 16 * g * F::kBlockBytes, &d, &m, words);
+    __m512i words[4], high_bits;
+    LoadFullGroup<F>(w + 16 * g * F::kBlockBytes, &d, &m, words, &high_bits);
     __m512i lo[4], hi[4];
     for (int k = 0; k < 4; ++k) {
       lo[k] = _mm512_and_si512(words[k], low_nibble);
       hi[k] = _mm512_and_si512(_mm512_srli_epi32(words[k], 4), low_nibble);
     }
+    if constexpr (F::kQhOffset >= 0) AddFifthBits(high_bits, lo, hi);
     for (int t = 0; t < T; ++t) {
       const int8_t* q = a.qs[t] + 512 * g;
       __m512i isum = _mm512_dpbusd_epi32(ZeroInt(), lo[0], _mm512_loadu_si512(q));
@@ -193,10 +225,12 @@ static_assert(kMaxTileTokens <= 8);
 
 }  // namespace
 
-DotTileFn InterleavedQ4Tile(GgmlType weight_type) {
+DotTileFn InterleavedBlock32Tile(GgmlType weight_type) {
   switch (weight_type) {
     case GgmlType::kQ4_0: return Tile<block32::Q4_0Format>;
     case GgmlType::kQ4_1: return Tile<block32::Q4_1Format>;
+    case GgmlType::kQ5_0: return Tile<block32::Q5_0Format>;
+    case GgmlType::kQ5_1: return Tile<block32::Q5_1Format>;
     default: return nullptr;
   }
 }
