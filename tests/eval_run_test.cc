@@ -54,6 +54,22 @@ EvalOptions TinyGrid(const std::string& out) {
   return o;
 }
 
+// kivi's cache has 32-token windows: its row forks from the prefix re-windowed, shadow included.
+TEST(EvalRunTest, KiviForksFromTheRewindowedPrefixWithItsShadow) {
+  QEVICT_REQUIRE_MODEL(m);
+  const std::string dir = ::testing::TempDir() + "/qevict_eval_kivi";
+  EvalOptions o = TinyGrid(dir);
+  o.settings.shadow = true;
+  o.settings.policies = {"full", "kivi"};
+  o.settings.budgets = {0.5};
+  ASSERT_EQ(RunEval(o), 0);
+  const std::vector<json> rows = ReadRows(dir);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["policy"], "kivi");
+  EXPECT_GT(rows[1]["kv"]["quant_bytes"].get<int64_t>(), 0) << rows[1]["kv"].dump();
+  EXPECT_TRUE(rows[1]["missed_mass"].is_number()) << rows[1].dump();
+}
+
 TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
   QEVICT_REQUIRE_MODEL(m);
   const std::string dir = ::testing::TempDir() + "/qevict_eval_a";

@@ -160,6 +160,10 @@ TEST(ForkTest, ARewindowedPrefixRefusesPoliciesThatRouteOnScores) {
     EXPECT_THROW(ForkKvCache(cache, c, *ropes.global, pool), Error)
         << name;
   }
+  // The evaluator's shadow of a kivi row (a never-routing fp16 copy) is allowed, and sees the
+  // whole prompt.
+  const auto shadow = ForkShadowCache(cache, *ropes.global, pool);
+  EXPECT_EQ(shadow->n_tokens(), static_cast<int64_t>(prompt.size()));
 }
 
 TEST(ForkTest, ShadowSeesTheFullCachesAttention) {

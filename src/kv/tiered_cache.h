@@ -92,7 +92,8 @@ class TieredCache : public KvCache {
   // copying the stored rows instead of reading the prompt again: stored bytes, positions,
   // observed queries and peaks are those of a prefix of that layout that read the prompt itself.
   // Window scores are not carried (a window's accumulated mass cannot be split between smaller
-  // windows), so Fork() refuses policies that route on scores. batch_tokens: the prefill chunk
+  // windows), so Fork() refuses policies that route on scores (forks that keep statistics, such
+  // as the evaluator's shadow, never route and are allowed). batch_tokens: the prefill chunk
   // the prompt was read in (blocks are allocated in that order). policy: keep-all (the
   // registry's RelayoutPrefixCache supplies it).
   std::unique_ptr<TieredCache> WithWindow(int window, int batch_tokens,

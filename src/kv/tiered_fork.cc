@@ -27,7 +27,9 @@ std::unique_ptr<TieredCache> TieredCache::Fork(const KvConfig& config,
                                                ThreadPool& pool, bool keep_statistics) const {
   QEVICT_CHECK(for_forks_);
   CheckSameLayout(config_, config);
-  if (!scores_known_ && (policy->wants_scores() || policy->wants_external_scores())) {
+  // A fork that keeps statistics never routes (the evaluator's shadow): it needs no scores.
+  if (!scores_known_ && !keep_statistics &&
+      (policy->wants_scores() || policy->wants_external_scores())) {
     throw Error("policy '" + config.policy + "' routes on window scores, which a prefix "
                 "re-windowed from another layout does not have: read the prompt into a prefix "
                 "of this layout");
