@@ -60,7 +60,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 
 if [ "$PART" = headline ]; then
-  TOTAL=8
+  TOTAL=9
   # Headline: needles at 2k and 4k, drift (four questions about four parts of one prompt, in
   # one session) at 2k with the full-cache shadow (missed mass, FMM), every policy, 30 a cell.
   run smol-niah "$SMOL" "${PE[@]}" "${HEAD_BUDGETS[@]}" --tasks niah --lengths 2048,4096 "${DEPTHS10[@]}"
@@ -79,6 +79,8 @@ if [ "$PART" = headline ]; then
   run gemma-drift-4k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 4096 --tasks drift --samples 30
   run gemma-drift-8k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 8192 --tasks drift --samples 30 \
     --policies full,streaming,h2o,tova,snapkv,pyramidkv,kivi,mikv,qevict,qevict-qa
+  run gemma-drift-16k "$GEMMA" "${PE[@]}" --budgets 0.2,0.3,0.5 --lengths 16384 --tasks drift \
+    --samples 30 --policies full,streaming,h2o,tova,snapkv,pyramidkv,kivi,mikv,qevict,qevict-qa
 else
   TOTAL=6
   # SCBench-style multi-turn: five questions on five parts of one shared context, 30 a cell.
