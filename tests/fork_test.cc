@@ -41,6 +41,24 @@ Trace Continue(Session& s, std::span<const float> logits, int n_new) {
   return t;
 }
 
+// A prefix cache of the default layout that has read the prompt (logits of its last token in
+// *logits), leaving room for n_ctx - prompt tokens.
+std::unique_ptr<Session> PrefilledPrefix(const LoadedModel& m, ThreadPool& pool,
+                                         const SessionOptions& so,
+                                         const std::vector<int32_t>& prompt,
+                                         std::vector<float>* logits) {
+  const KvConfig geometry;
+  auto prefix = std::make_unique<Session>(*m.model, pool, so, [&](const KvGeometry& g,
+                                                                   const Rope& r) {
+    return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
+  });
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  prefix->BeginRun(n, so.n_ctx - n);
+  const std::span<const float> l = prefix->Prefill(prompt);
+  logits->assign(l.begin(), l.end());
+  return prefix;
+}
+
 TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
   QEVICT_REQUIRE_MODEL(m);
   ThreadPool pool(2);
@@ -52,13 +70,11 @@ TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
 
   // One prefill (defaults: W = 8); a policy of another layout (kivi's 32-token key groups:
   // PolicyLayout) forks from that prefix re-windowed, never reading the prompt again.
-  KvConfig geometry;  // defaults: the prefix cache's sinks, recent, bits
-  Session prefix(*m->model, pool, so, [=](const KvGeometry& g, const Rope& r) {
-    return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
-  });
-  prefix.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
-  const std::span<const float> first = prefix.Prefill(prompt);
-  const std::vector<float> prefix_logits(first.begin(), first.end());
+  const KvConfig geometry;  // defaults: the prefix cache's sinks, recent, bits
+  std::vector<float> prefix_logits;
+  const std::unique_ptr<Session> prefix_session =
+      PrefilledPrefix(*m, pool, so, prompt, &prefix_logits);
+  const Session& prefix = *prefix_session;
   std::map<int, std::unique_ptr<Session>> relayouts;
   auto prefix_for = [&](const KvConfig& c) -> const Session& {
     const int window = PolicyLayout(c).window;
@@ -125,12 +141,9 @@ TEST(ForkTest, ARewindowedPrefixRefusesPoliciesThatRouteOnScores) {
   const std::vector<int32_t> prompt = Prompt(*m);
   SessionOptions so;
   so.n_ctx = static_cast<int64_t>(prompt.size()) + 4;
-  KvConfig geometry;
-  Session prefix(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
-    return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
-  });
-  prefix.BeginRun(static_cast<int64_t>(prompt.size()), 4);
-  prefix.Prefill(prompt);
+  std::vector<float> first;
+  const std::unique_ptr<Session> prefix_session = PrefilledPrefix(*m, pool, so, prompt, &first);
+  Session& prefix = *prefix_session;
   KvConfig kivi;
   kivi.policy = "kivi";
   kivi.budget = 0.3;
@@ -172,12 +185,9 @@ TEST(ForkTest, ShadowSeesTheFullCachesAttention) {
   const std::vector<int32_t> prompt = Prompt(*m);
   SessionOptions so;
   so.n_ctx = static_cast<int64_t>(prompt.size()) + 4;
-  KvConfig geometry;
-  Session prefix(*m->model, pool, so, [&](const KvGeometry& g, const Rope& r) {
-    return std::unique_ptr<KvCache>(CreatePrefixCache(geometry, g, r));
-  });
-  prefix.BeginRun(static_cast<int64_t>(prompt.size()), 4);
-  const std::span<const float> first = prefix.Prefill(prompt);
+  std::vector<float> first;
+  const std::unique_ptr<Session> prefix_session = PrefilledPrefix(*m, pool, so, prompt, &first);
+  Session& prefix = *prefix_session;
   const int32_t tok = Sampler::Argmax(first);
   Session shadow(prefix, [&](const KvCache& p, const Rope& r) {
     return std::unique_ptr<KvCache>(ForkShadowCache(dynamic_cast<const TieredCache&>(p), r, pool));
