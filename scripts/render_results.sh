@@ -5,5 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
-exec "$PY" scripts/render_results.py --qevict "${BIN:-build/qevict}" --out docs/results.md \
+"$PY" scripts/render_results.py --qevict "${BIN:-build/qevict}" --out docs/results.md \
   --images docs/results docs/results/runs/*
+# Issue 20's context-only cells on a page of their own (the renderer pools rows by model, task,
+# length and prefill mode, not by protocol).
+if compgen -G "docs/results-qa/runs/*" >/dev/null; then
+  "$PY" scripts/render_results.py --qevict "${BIN:-build/qevict}" \
+    --out docs/results-query-agnostic-test.md --images docs/results-qa \
+    --notes scripts/results_qa_notes.md docs/results-qa/runs/*
+fi
