@@ -10,7 +10,13 @@
 // TieredCache makes them, 2 or 4 bits; head_dim 64 with adjacent-pair RoPE (SmolLM2), 256 with
 // NEOX RoPE (Gemma 3).
 //
-// Counter: GFLOP/s = 2 * n_q * keys * head_dim per second. The label names the SIMD level and
+// BM_PrefillAttention: the whole causal attention of one 256-token prompt chunk at the end of a
+// `context`-token prompt (kv/grouped_attention.h, as FullCache runs it: fp16 rows, one thread),
+// with and without the window-mass observer the tiered cache adds when it scores windows.
+// Gemma 3 270M's global layers (4 heads, 1 KV head, head_dim 256) and SmolLM2 (9 / 3 / 64).
+//
+// Counter: GFLOP/s = 2 * n_q * keys * head_dim per second (prefill: 4 * heads * keys seen *
+// head_dim, scores and values). The label names the SIMD level and
 // the Highway target that ran.
 //
 // Run: attention_bench --benchmark_counters_tabular=true [--benchmark_filter=...]; on a busy
@@ -29,6 +35,9 @@
 #include "kernels/rope.h"
 #include "kv/kv_quantizer.h"
 #include "kv/quant_attention.h"
+#include "kv/grouped_attention.h"
+#include "kv/window_mass.h"
+#include "util/thread_pool.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
 
@@ -212,6 +221,73 @@ void Shapes(benchmark::internal::Benchmark* b) {
     }
   }
 }
+
+// ---- Prefill attention of one chunk (the grouped driver, softmax and all).
+
+// Args: context, heads, KV heads, head_dim, observer (0/1).
+void BM_PrefillAttention(benchmark::State& state) {
+  const int64_t context = state.range(0);
+  KvGeometry geo;
+  geo.n_layers = 1;
+  geo.n_heads = static_cast<int>(state.range(1));
+  geo.n_kv_heads = static_cast<int>(state.range(2));
+  geo.head_dim = static_cast<int>(state.range(3));
+  geo.max_tokens = context;
+  const bool observe = state.range(4) != 0;
+  constexpr int kChunk = 256;
+  const int hd = geo.head_dim;
+  uint32_t s = 777;
+  auto next = [&s] {
+    s = s * 1664525u + 1013904223u;
+    return static_cast<float>(s >> 8) / 16777216.0f - 0.5f;
+  };
+  std::vector<uint16_t> k(context * geo.n_kv_heads * hd), v(k.size());  // [kv head][token][hd]
+  for (auto& x : k) x = Fp32ToFp16(2.0f * next());
+  for (auto& x : v) x = Fp32ToFp16(next());
+  std::vector<float> q(static_cast<size_t>(kChunk) * geo.n_heads * hd), out(q.size());
+  for (auto& x : q) x = 2.0f * next();
+  std::vector<int64_t> visible(kChunk);
+  double keys_seen = 0;
+  for (int i = 0; i < kChunk; ++i) {
+    visible[i] = context - kChunk + i + 1;
+    keys_seen += static_cast<double>(visible[i]);
+  }
+  ThreadPool pool(1);
+  const auto row = [&](int h, int64_t t) { return k.data() + (h * context + t) * hd; };
+  auto score = [&](int h, int64_t b, int64_t e, const float* qg, int n_q, float* sc, int64_t ld,
+                   float scale) { ScoreFp16Keys(qg, n_q, row(h, b), hd, e - b, hd, scale, sc, ld); };
+  auto accumulate = [&](int h, int64_t b, int64_t e, const float* p, int n_q, int64_t ld,
+                        float* acc) {
+    AccumulateFp16Values(p, n_q, ld, v.data() + (row(h, b) - k.data()), hd, e - b, hd, acc);
+  };
+  WindowMassObserver mass;
+  mass.Configure(geo.n_heads, geo.n_kv_heads, 8, 2 + context / 8);
+  NoAttentionObserver none;
+  for (auto _ : state) {
+    if (observe) {
+      mass.Begin(5, 1 + (context - 5 + 7) / 8);
+      GroupedAttentionOverPrefix(geo, kChunk, visible.data(), q.data(), out.data(), pool, score,
+                                 accumulate, mass);
+      mass.Finish();
+    } else {
+      GroupedAttentionOverPrefix(geo, kChunk, visible.data(), q.data(), out.data(), pool, score,
+                                 accumulate, none);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(4e-9 * geo.n_heads * keys_seen * hd,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_PrefillAttention)
+    ->ArgNames({"context", "heads", "kv_heads", "head_dim", "observer"})
+    ->Args({4096, 4, 1, 256, 0})
+    ->Args({16384, 4, 1, 256, 0})
+    ->Args({16384, 4, 1, 256, 1})
+    ->Args({4096, 9, 3, 64, 0})
+    ->Args({4096, 9, 3, 64, 1})
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_ScoreFp16Keys)->Apply(Shapes);
 BENCHMARK(BM_AccumulateFp16Values)->Apply(Shapes);

@@ -3,8 +3,17 @@
 // or the quantized kernel. Ranges are cut only at window boundaries and every kernel treats keys
 // independently (scores) or in key order (values), so with every window in fp16 the outputs are
 // bit-identical to FullCache's.
+//
+// A window holds 8 keys, and each kernel call pays a setup as large as the work on a few keys
+// (the queries transposed for prefill scores, the outputs loaded into registers and stored back
+// for values). So consecutive fp16 windows (and the sinks before them) are not handed to the
+// kernels one by one: their rows are gathered into a per-thread run of up to kRunRows rows and
+// the run goes through one call. Gathering copies rows and does not reorder keys, so the
+// results are the same bits as window by window.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "kernels/attention.h"
 #include "kv/grouped_attention.h"
@@ -22,6 +31,49 @@ inline void PrefetchLines(const void* p, int64_t bytes) {
 }
 
 constexpr int kPrefetchWindows = 2;  // how far ahead
+
+constexpr int64_t kRunRows = 256;  // rows of one gathered run (128 KiB at head_dim 256)
+
+// Consecutive fp16 rows of one KV head, from several windows, handed to a kernel as one range.
+// A run of one segment is passed in place; a second segment copies both into the staging rows.
+class Fp16Run {
+ public:
+  explicit Fp16Run(int head_dim) : hd_(head_dim) {
+    thread_local std::vector<uint16_t> staging;
+    if (static_cast<int64_t>(staging.size()) < kRunRows * hd_) staging.resize(kRunRows * hd_);
+    staged_ = staging.data();
+  }
+
+  // Appends n rows at p (row stride head_dim), keys [at, at + n) of the range, right after the
+  // run's last key. `flush(at, rows, n)` receives each full run.
+  template <class Flush>
+  void Add(int64_t at, const uint16_t* p, int64_t n, Flush&& flush) {
+    if (n_ > 0 && n_ + n > kRunRows) Finish(flush);
+    if (n_ == 0) {
+      at_ = at, first_ = p, n_ = n, copied_ = false;
+      return;
+    }
+    if (!copied_) {
+      std::memcpy(staged_, first_, static_cast<size_t>(n_ * hd_) * sizeof(uint16_t));
+      copied_ = true;
+    }
+    std::memcpy(staged_ + n_ * hd_, p, static_cast<size_t>(n * hd_) * sizeof(uint16_t));
+    n_ += n;
+  }
+
+  template <class Flush>
+  void Finish(Flush&& flush) {
+    if (n_ > 0) flush(at_, copied_ ? staged_ : first_, n_);
+    n_ = 0;
+  }
+
+ private:
+  const int hd_;
+  uint16_t* staged_ = nullptr;
+  int64_t at_ = 0, n_ = 0;
+  const uint16_t* first_ = nullptr;
+  bool copied_ = false;
+};
 
 }  // namespace
 
@@ -52,10 +104,14 @@ void TieredCache::ScoreRange(int layer, int head, int64_t begin, int64_t end, co
   const LayerState& l = layers_[layer];
   const int hd = geo_.head_dim;
   const int sink = SinkTokens(l);
+  Fp16Run run(hd);
+  const auto flush = [&](int64_t at, const uint16_t* rows, int64_t n) {
+    ScoreFp16Keys(q, n_q, rows, hd, n, hd, scale, scores + (at - begin), ld);
+  };
   int64_t r = begin;
   if (r < sink) {
     const int64_t n = std::min<int64_t>(end, sink) - r;
-    ScoreFp16Keys(q, n_q, SinkK(l, head) + r * hd, hd, n, hd, scale, scores, ld);
+    run.Add(r, SinkK(l, head) + r * hd, n, flush);
     r += n;
   }
   while (r < end) {
@@ -64,15 +120,17 @@ void TieredCache::ScoreRange(int layer, int head, int64_t begin, int64_t end, co
     const int len = static_cast<int>(std::min<int64_t>(window_ - o, end - r));
     const WindowRecord& w = l.windows[k];
     if (o == 0) PrefetchWindow(l, k + kPrefetchWindows, head, /*keys=*/true);
-    float* dst = scores + (r - begin);
     if (w.tier == Tier::kFp16) {
-      ScoreFp16Keys(q, n_q, FpK(w, head) + o * hd, hd, len, hd, scale, dst, ld);
+      run.Add(r, FpK(w, head) + o * hd, len, flush);
     } else {
+      run.Finish(flush);
       ScoreQuantKeys(qlayout_, store_.data(WindowStore::Kind::kQuant, w.block), head, o, o + len,
-                     pos_.data() + FirstToken(w.index) + o, rope_, q, n_q, scale, dst, ld);
+                     pos_.data() + FirstToken(w.index) + o, rope_, q, n_q, scale,
+                     scores + (r - begin), ld);
     }
     r += len;
   }
+  run.Finish(flush);
 }
 
 void TieredCache::AccumulateRange(int layer, int head, int64_t begin, int64_t end, const float* p,
@@ -80,10 +138,14 @@ void TieredCache::AccumulateRange(int layer, int head, int64_t begin, int64_t en
   const LayerState& l = layers_[layer];
   const int hd = geo_.head_dim;
   const int sink = SinkTokens(l);
+  Fp16Run run(hd);
+  const auto flush = [&](int64_t at, const uint16_t* rows, int64_t n) {
+    AccumulateFp16Values(p + (at - begin), n_q, ld, rows, hd, n, hd, acc);
+  };
   int64_t r = begin;
   if (r < sink) {
     const int64_t n = std::min<int64_t>(end, sink) - r;
-    AccumulateFp16Values(p, n_q, ld, SinkV(l, head) + r * hd, hd, n, hd, acc);
+    run.Add(r, SinkV(l, head) + r * hd, n, flush);
     r += n;
   }
   while (r < end) {
@@ -92,14 +154,16 @@ void TieredCache::AccumulateRange(int layer, int head, int64_t begin, int64_t en
     const int len = static_cast<int>(std::min<int64_t>(window_ - o, end - r));
     const WindowRecord& w = l.windows[k];
     if (o == 0) PrefetchWindow(l, k + kPrefetchWindows, head, /*keys=*/false);
-    const float* pw = p + (r - begin);
     if (w.tier == Tier::kFp16) {
-      AccumulateFp16Values(pw, n_q, ld, FpV(w, head) + o * hd, hd, len, hd, acc);
+      run.Add(r, FpV(w, head) + o * hd, len, flush);
     } else {
-      AccumulateQuantValues(qlayout_, store_.data(WindowStore::Kind::kQuant, w.block), head, o, o + len, pw, n_q, ld, acc);
+      run.Finish(flush);
+      AccumulateQuantValues(qlayout_, store_.data(WindowStore::Kind::kQuant, w.block), head, o,
+                            o + len, p + (r - begin), n_q, ld, acc);
     }
     r += len;
   }
+  run.Finish(flush);
 }
 
 void TieredCache::Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
