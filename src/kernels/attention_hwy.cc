@@ -12,9 +12,9 @@
 //   lanes]; tiles of 16 key rows are converted to fp32 and each element broadcast, so one FMA
 //   advances a whole vector of queries' scores (no horizontal reduction per (query, key)); the
 //   tile's scores are written query by query.
-// - Values: outputs stay in registers (up to 4 queries x 2 vectors of head_dim) while they sweep
-//   the keys; few queries read the fp16 rows directly, many queries sweep a block of 32 rows
-//   staged as fp32. Every output element receives fma(p_j, v_j, .) in key order on every path,
+// - Values: outputs stay in registers (up to 4 queries x 4 vectors of head_dim, 2 on AVX2)
+//   while they sweep the keys; few queries read the fp16 rows directly, many queries sweep a
+//   block of 32 rows staged as fp32. Every output element receives fma(p_j, v_j, .) in key order on every path,
 //   so results do not depend on how keys are split into calls nor on the number of queries.
 // - head_dim must be a multiple of the lane count of the widest tag that fits (full vectors,
 //   then 8 lanes); otherwise the portable code runs.
@@ -261,13 +261,27 @@ HWY_INLINE void ScoreImpl(D d, const float* q, int n_q, const uint16_t* k, int64
   }
 }
 
-// ---- Values: NQ (<= 4) queries' outputs, C (<= 2) vectors of head_dim from offset x, kept in
+// ---- Values: NQ (<= 4) queries' outputs, C vectors of head_dim from offset x, kept in
 // registers over n rows (fp16 rows or fp32 staged rows).
+
+// Vectors of head_dim per tile when few queries read fp16 rows directly (decode): 4 where the
+// register file has 32 vectors (NQ x 4 accumulators, 4 row vectors, one weight), 2 on AVX2. The
+// staged fp32 rows of many queries keep 2: measured faster there (attention_bench).
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+constexpr int kRowValueVectors = 2;  // AVX2: 16 registers
+#else
+constexpr int kRowValueVectors = 4;  // AVX-512, NEON, SVE: 32
+#endif
+constexpr int kStagedValueVectors = 2;
 
 template <int NQ, int C, class D, class T>
 HWY_INLINE void AccumulateTile(D d, const float* p, int64_t ld, const T* v, int64_t v_stride,
                                int64_t n, int hd, size_t x, float* out) {
+  static_assert(NQ >= 1 && NQ <= 4 && C >= 1 && C <= 4, "tile shape");
+  using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
+  // Named accumulators (query i, vector c: a<i><c>); queries and vectors beyond NQ and C alias
+  // the first ones and are never touched. (Arrays of vectors compiled to slower code here.)
   float* o0 = out + x;
   float* o1 = out + std::min(1, NQ - 1) * hd + x;
   float* o2 = out + std::min(2, NQ - 1) * hd + x;
@@ -276,54 +290,65 @@ HWY_INLINE void AccumulateTile(D d, const float* p, int64_t ld, const T* v, int6
   const float* p1 = p + std::min(1, NQ - 1) * ld;
   const float* p2 = p + std::min(2, NQ - 1) * ld;
   const float* p3 = p + std::min(3, NQ - 1) * ld;
-  auto a00 = hn::LoadU(d, o0), a01 = C > 1 ? hn::LoadU(d, o0 + N) : a00;
-  auto a10 = hn::LoadU(d, o1), a11 = C > 1 ? hn::LoadU(d, o1 + N) : a10;
-  auto a20 = hn::LoadU(d, o2), a21 = C > 1 ? hn::LoadU(d, o2 + N) : a20;
-  auto a30 = hn::LoadU(d, o3), a31 = C > 1 ? hn::LoadU(d, o3 + N) : a30;
+  const auto load = [&](const float* o, int c) {
+    return hn::LoadU(d, o + std::min(c, C - 1) * N);
+  };
+  V a00 = load(o0, 0), a01 = load(o0, 1), a02 = load(o0, 2), a03 = load(o0, 3);
+  V a10 = load(o1, 0), a11 = load(o1, 1), a12 = load(o1, 2), a13 = load(o1, 3);
+  V a20 = load(o2, 0), a21 = load(o2, 1), a22 = load(o2, 2), a23 = load(o2, 3);
+  V a30 = load(o3, 0), a31 = load(o3, 1), a32 = load(o3, 2), a33 = load(o3, 3);
   const T* row = v + x;
   // One query's weight of row j times the row's vectors.
-  const auto step = [d](float w, hn::Vec<D> v0, hn::Vec<D> v1, hn::Vec<D>& c0, hn::Vec<D>& c1) {
+  const auto step = [d](float w, V v0, V v1, V v2, V v3, V& c0, V& c1, V& c2, V& c3) {
     const auto vw = hn::Set(d, w);
     c0 = hn::MulAdd(vw, v0, c0);
     if constexpr (C > 1) c1 = hn::MulAdd(vw, v1, c1);
+    if constexpr (C > 2) c2 = hn::MulAdd(vw, v2, c2);
+    if constexpr (C > 3) c3 = hn::MulAdd(vw, v3, c3);
   };
   for (int64_t j = 0; j < n; ++j, row += v_stride) {
-    const auto v0 = LoadRow(d, row);
-    const auto v1 = C > 1 ? LoadRow(d, row + N) : v0;
-    step(p0[j], v0, v1, a00, a01);
-    if constexpr (NQ > 1) step(p1[j], v0, v1, a10, a11);
-    if constexpr (NQ > 2) step(p2[j], v0, v1, a20, a21);
-    if constexpr (NQ > 3) step(p3[j], v0, v1, a30, a31);
+    const V v0 = LoadRow(d, row);
+    const V v1 = C > 1 ? LoadRow(d, row + N) : v0;
+    const V v2 = C > 2 ? LoadRow(d, row + 2 * N) : v0;
+    const V v3 = C > 3 ? LoadRow(d, row + 3 * N) : v0;
+    step(p0[j], v0, v1, v2, v3, a00, a01, a02, a03);
+    if constexpr (NQ > 1) step(p1[j], v0, v1, v2, v3, a10, a11, a12, a13);
+    if constexpr (NQ > 2) step(p2[j], v0, v1, v2, v3, a20, a21, a22, a23);
+    if constexpr (NQ > 3) step(p3[j], v0, v1, v2, v3, a30, a31, a32, a33);
   }
-  const auto put = [d](hn::Vec<D> c0, hn::Vec<D> c1, float* o) {
+  const auto put = [d, N](V c0, V c1, V c2, V c3, float* o) {
     hn::StoreU(c0, d, o);
-    if constexpr (C > 1) hn::StoreU(c1, d, o + hn::Lanes(d));
+    if constexpr (C > 1) hn::StoreU(c1, d, o + N);
+    if constexpr (C > 2) hn::StoreU(c2, d, o + 2 * N);
+    if constexpr (C > 3) hn::StoreU(c3, d, o + 3 * N);
   };
-  put(a00, a01, o0);
-  if constexpr (NQ > 1) put(a10, a11, o1);
-  if constexpr (NQ > 2) put(a20, a21, o2);
-  if constexpr (NQ > 3) put(a30, a31, o3);
+  put(a00, a01, a02, a03, o0);
+  if constexpr (NQ > 1) put(a10, a11, a12, a13, o1);
+  if constexpr (NQ > 2) put(a20, a21, a22, a23, o2);
+  if constexpr (NQ > 3) put(a30, a31, a32, a33, o3);
 }
 
-// Every query, all of head_dim, over n rows.
-template <class D, class T>
+// Every query, all of head_dim, over n rows: tiles of C vectors of head_dim, then single
+// vectors for the rest.
+template <int C, class D, class T>
 HWY_NOINLINE void AccumulateRows(D d, const float* p, int n_q, int64_t ld, const T* v,
                                  int64_t v_stride, int64_t n, int hd, float* out) {
   const size_t N = hn::Lanes(d);
-  // The tiles for 1-4 queries x 1-2 vectors of head_dim.
+  // The tiles for 1-4 queries x C or 1 vectors of head_dim.
   using Tile = void (*)(D, const float*, int64_t, const T*, int64_t, int64_t, int, size_t, float*);
-  static constexpr Tile kTiles[4][2] = {{&AccumulateTile<1, 1, D, T>, &AccumulateTile<1, 2, D, T>},
-                                        {&AccumulateTile<2, 1, D, T>, &AccumulateTile<2, 2, D, T>},
-                                        {&AccumulateTile<3, 1, D, T>, &AccumulateTile<3, 2, D, T>},
-                                        {&AccumulateTile<4, 1, D, T>, &AccumulateTile<4, 2, D, T>}};
+  static constexpr Tile kWide[4] = {&AccumulateTile<1, C, D, T>, &AccumulateTile<2, C, D, T>,
+                                    &AccumulateTile<3, C, D, T>, &AccumulateTile<4, C, D, T>};
+  static constexpr Tile kOne[4] = {&AccumulateTile<1, 1, D, T>, &AccumulateTile<2, 1, D, T>,
+                                   &AccumulateTile<3, 1, D, T>, &AccumulateTile<4, 1, D, T>};
   for (int q0 = 0; q0 < n_q; q0 += 4) {
     const int g = std::min(4, n_q - q0);
     const float* pg = p + q0 * ld;
     float* og = out + static_cast<int64_t>(q0) * hd;
-    for (size_t x = 0; x < static_cast<size_t>(hd); x += 2 * N) {
-      const bool pair = x + 2 * N <= static_cast<size_t>(hd);
-      kTiles[g - 1][pair ? 1 : 0](d, pg, ld, v, v_stride, n, hd, x, og);
+    size_t x = 0;
+    for (; x + C * N <= static_cast<size_t>(hd); x += C * N) {
+      kWide[g - 1](d, pg, ld, v, v_stride, n, hd, x, og);
     }
+    for (; x < static_cast<size_t>(hd); x += N) kOne[g - 1](d, pg, ld, v, v_stride, n, hd, x, og);
   }
 }
 
@@ -331,7 +356,7 @@ template <class D>
 HWY_INLINE void AccumulateImpl(D d, const float* p, int n_q, int64_t ld, const uint16_t* v,
                                int64_t v_stride, int64_t n, int hd, float* out) {
   if (n_q < 8 || hd > kMaxStagedHeadDim) {
-    AccumulateRows(d, p, n_q, ld, v, v_stride, n, hd, out);
+    AccumulateRows<kRowValueVectors>(d, p, n_q, ld, v, v_stride, n, hd, out);
     return;
   }
   // Many queries: each block of value rows is converted once, then swept by every query.
@@ -345,7 +370,8 @@ HWY_INLINE void AccumulateImpl(D d, const float* p, int n_q, int64_t ld, const u
         hn::Store(LoadRow(d, src + x), d, staged + r * hd + x);
       }
     }
-    AccumulateRows(d, p + j0, n_q, ld, static_cast<const float*>(staged), hd, rows, hd, out);
+    AccumulateRows<kStagedValueVectors>(d, p + j0, n_q, ld, static_cast<const float*>(staged), hd,
+                                        rows, hd, out);
   }
 }
 
