@@ -115,12 +115,26 @@ HWY_INLINE void ScoreRowsStep(D d, const float* q, int hd, const uint16_t* k, in
     if constexpr (NQ > 3) step(q3 + x, va, vb, vc, ve, a3, b3, c3, e3);
   }
   HWY_ALIGN float sums[16];
-  SumLanes4(d, a0, a1, a2, a3, sums);
-  if constexpr (KB > 1) SumLanes4(d, b0, b1, b2, b3, sums + 4);
-  if constexpr (KB > 2) SumLanes4(d, c0, c1, c2, c3, sums + 8);
-  if constexpr (KB > 3) SumLanes4(d, e0, e1, e2, e3, sums + 12);
-  for (int i = 0; i < NQ; ++i) {
-    for (int r = 0; r < KB; ++r) scores[i * ld + r] = sums[4 * r + i] * scale;
+  if constexpr (KB == 4) {
+    // Per query, its four rows' sums side by side: NQ reductions, one 4-lane store each (a
+    // sum's order depends only on lane positions, so the bits are those of the per-row path).
+    const hn::CappedTag<float, 4> d4;
+    const auto vscale = hn::Set(d4, scale);
+    const auto put = [&](int i, V w, V x, V y, V z) {
+      SumLanes4(d, w, x, y, z, sums + 4 * i);
+      hn::StoreU(hn::Mul(hn::Load(d4, sums + 4 * i), vscale), d4, scores + i * ld);
+    };
+    put(0, a0, b0, c0, e0);
+    if constexpr (NQ > 1) put(1, a1, b1, c1, e1);
+    if constexpr (NQ > 2) put(2, a2, b2, c2, e2);
+    if constexpr (NQ > 3) put(3, a3, b3, c3, e3);
+  } else {
+    SumLanes4(d, a0, a1, a2, a3, sums);
+    if constexpr (KB > 1) SumLanes4(d, b0, b1, b2, b3, sums + 4);
+    if constexpr (KB > 2) SumLanes4(d, c0, c1, c2, c3, sums + 8);
+    for (int i = 0; i < NQ; ++i) {
+      for (int r = 0; r < KB; ++r) scores[i * ld + r] = sums[4 * r + i] * scale;
+    }
   }
 }
 
