@@ -197,10 +197,21 @@ HWY_INLINE void DotStep(D d, const float* q, int hd, const float* rows, float sc
       for (int r = 0; r < KB; ++r) acc[r][i] = hn::MulAdd(w, k[r], acc[r][i]);
     }
   }
-  HWY_ALIGN float sums[4 * KB];
-  for (int r = 0; r < KB; ++r) SumLanes4(d, acc[r][0], acc[r][1], acc[r][2], acc[r][3], sums + 4 * r);
-  for (int i = 0; i < NQ; ++i) {
-    for (int r = 0; r < KB; ++r) scores[i * ld + r] = sums[4 * r + i] * scale;
+  HWY_ALIGN float sums[16];
+  if constexpr (KB == 4) {
+    // Per query, its four rows' sums side by side: NQ reductions, one 4-lane store each (a
+    // sum's order depends only on lane positions: the same bits as per row).
+    const hn::CappedTag<float, 4> d4;
+    const auto vscale = hn::Set(d4, scale);
+    for (int i = 0; i < NQ; ++i) {
+      SumLanes4(d, acc[0][i], acc[1][i], acc[2][i], acc[3][i], sums + 4 * i);
+      hn::StoreU(hn::Mul(hn::Load(d4, sums + 4 * i), vscale), d4, scores + i * ld);
+    }
+  } else {
+    for (int r = 0; r < KB; ++r) SumLanes4(d, acc[r][0], acc[r][1], acc[r][2], acc[r][3], sums + 4 * r);
+    for (int i = 0; i < NQ; ++i) {
+      for (int r = 0; r < KB; ++r) scores[i * ld + r] = sums[4 * r + i] * scale;
+    }
   }
 }
 
