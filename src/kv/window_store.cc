@@ -23,14 +23,6 @@ WindowStore::WindowStore(const KvConfig& config, const KvGeometry& geometry,
   }
 }
 
-const BlockPool& WindowStore::pool(Kind kind) const {
-  return kind == Kind::kFp16 ? fp_ : kind == Kind::kQuant ? q_ : sink_;
-}
-
-BlockPool& WindowStore::pool(Kind kind) {
-  return kind == Kind::kFp16 ? fp_ : kind == Kind::kQuant ? q_ : sink_;
-}
-
 uint32_t WindowStore::Allocate(Kind kind) {
   std::lock_guard<std::mutex> lock(mutex_);
   return pool(kind).Allocate();

@@ -69,8 +69,11 @@ class WindowStore {
   static int SinkBlocksPerSlab(const KvGeometry& geometry);
 
  private:
-  const BlockPool& pool(Kind kind) const;
-  BlockPool& pool(Kind kind);
+  // Inline: data() runs for every window the attention reads.
+  const BlockPool& pool(Kind kind) const {
+    return kind == Kind::kFp16 ? fp_ : kind == Kind::kQuant ? q_ : sink_;
+  }
+  BlockPool& pool(Kind kind) { return kind == Kind::kFp16 ? fp_ : kind == Kind::kQuant ? q_ : sink_; }
 
   BlockPool fp_, q_, sink_;
   std::unique_ptr<ColdStore> cold_;
