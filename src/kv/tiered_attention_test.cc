@@ -42,6 +42,13 @@ Tier MixedTiers(int layer, int64_t index) {
   }
 }
 
+// Long runs of fp16 windows (40 of them, 320 rows: more than one gathered run of the kernels,
+// tiered_attention.cc) between short stretches of quantized and evicted ones.
+Tier LongFp16Runs(int layer, int64_t index) {
+  const int64_t m = (index + 7 * layer) % 44;
+  return m < 40 ? Tier::kFp16 : m < 43 ? Tier::kQuant : Tier::kEvicted;
+}
+
 // Dense reference: softmax attention (double) of each query over the cache's dense contents.
 // Also returns, per resident token, the attention mass averaged over heads.
 void ReferenceAttention(const KvGeometry& g, const std::vector<float>& keys,
@@ -81,6 +88,7 @@ struct Case {
   int head_dim;
   int threads;
   bool neox = false;
+  bool long_runs = false;  // LongFp16Runs instead of MixedTiers
 };
 
 class TieredAttention : public ::testing::TestWithParam<Case> {};
@@ -94,7 +102,8 @@ TEST_P(TieredAttention, MatchesDenseReferenceOfDequantizedContents) {
   config.bits = c.bits;
   config.budget_bytes = int64_t{1} << 40;  // a (huge) budget turns scoring on
   config.route_every = 1000000;            // no routing during the decode steps
-  TieredCache cache(config, g, rope, std::make_unique<ScriptedPolicy>(MixedTiers));
+  TieredCache cache(config, g, rope,
+                    std::make_unique<ScriptedPolicy>(c.long_runs ? LongFp16Runs : MixedTiers));
   ThreadPool pool(c.threads);
   SyntheticModel model(g, 11, 1.5f);
   const int prompt = 700;
@@ -172,7 +181,9 @@ INSTANTIATE_TEST_SUITE_P(BitsAndGqa, TieredAttention,
                                            Case{4, 6, 2, 64, 2}, Case{8, 6, 2, 64, 3},
                                            Case{2, 4, 4, 64, 2}, Case{4, 8, 1, 64, 2},
                                            Case{2, 9, 3, 64, 2}, Case{8, 6, 3, 20, 2},
-                                           Case{4, 6, 2, 64, 2, true}, Case{2, 4, 2, 48, 1, true}));
+                                           Case{4, 6, 2, 64, 2, true}, Case{2, 4, 2, 48, 1, true},
+                                           Case{2, 9, 3, 64, 2, false, true},
+                                           Case{4, 4, 1, 256, 1, true, true}));
 
 }  // namespace
 }  // namespace qevict
