@@ -115,7 +115,7 @@ HWY_INLINE void ScoreRowsStep(D d, const float* q, int hd, const uint16_t* k, in
     if constexpr (NQ > 3) step(q3 + x, va, vb, vc, ve, a3, b3, c3, e3);
   }
   HWY_ALIGN float sums[16];
-  if constexpr (KB == 4) {
+  if constexpr (KB == 4 && hn::MaxLanes(hn::CappedTag<float, 4>()) == 4) {  // not 1-lane targets
     // Per query, its four rows' sums side by side: NQ reductions, one 4-lane store each (a
     // sum's order depends only on lane positions, so the bits are those of the per-row path).
     const hn::CappedTag<float, 4> d4;

@@ -198,7 +198,7 @@ HWY_INLINE void DotStep(D d, const float* q, int hd, const float* rows, float sc
     }
   }
   HWY_ALIGN float sums[16];
-  if constexpr (KB == 4) {
+  if constexpr (KB == 4 && hn::MaxLanes(hn::CappedTag<float, 4>()) == 4) {  // not 1-lane targets
     // Per query, its four rows' sums side by side: NQ reductions, one 4-lane store each (a
     // sum's order depends only on lane positions: the same bits as per row).
     const hn::CappedTag<float, 4> d4;
