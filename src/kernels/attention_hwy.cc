@@ -14,8 +14,9 @@
 //   tile's scores are written query by query.
 // - Values: outputs stay in registers (up to 4 queries x 4 vectors of head_dim, 2 on AVX2)
 //   while they sweep the keys; few queries read the fp16 rows directly, many queries sweep a
-//   block of 32 rows staged as fp32. Every output element receives fma(p_j, v_j, .) in key order on every path,
-//   so results do not depend on how keys are split into calls nor on the number of queries.
+//   block of 32 rows staged as fp32. Every output element receives fma(p_j, v_j, .) in key
+//   order on every path, so results do not depend on how keys are split into calls nor on the
+//   number of queries.
 // - head_dim must be a multiple of the lane count of the widest tag that fits (full vectors,
 //   then 8 lanes); otherwise the portable code runs.
 
@@ -132,6 +133,7 @@ HWY_INLINE void ScoreRowsStep(D d, const float* q, int hd, const uint16_t* k, in
     SumLanes4(d, a0, a1, a2, a3, sums);
     if constexpr (KB > 1) SumLanes4(d, b0, b1, b2, b3, sums + 4);
     if constexpr (KB > 2) SumLanes4(d, c0, c1, c2, c3, sums + 8);
+    if constexpr (KB > 3) SumLanes4(d, e0, e1, e2, e3, sums + 12);
     for (int i = 0; i < NQ; ++i) {
       for (int r = 0; r < KB; ++r) scores[i * ld + r] = sums[4 * r + i] * scale;
     }

@@ -73,7 +73,9 @@ class WindowStore {
   const BlockPool& pool(Kind kind) const {
     return kind == Kind::kFp16 ? fp_ : kind == Kind::kQuant ? q_ : sink_;
   }
-  BlockPool& pool(Kind kind) { return kind == Kind::kFp16 ? fp_ : kind == Kind::kQuant ? q_ : sink_; }
+  BlockPool& pool(Kind kind) {
+    return kind == Kind::kFp16 ? fp_ : kind == Kind::kQuant ? q_ : sink_;
+  }
 
   BlockPool fp_, q_, sink_;
   std::unique_ptr<ColdStore> cold_;
