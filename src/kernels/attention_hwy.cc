@@ -157,11 +157,14 @@ HWY_INLINE void ScoreRows(D d, const float* q, int hd, const uint16_t* k, int64_
 template <int QC, int KB, class D>
 HWY_INLINE void ScoreBlockedStep(D d, const float* HWY_RESTRICT qt, size_t qp,
                                  const float* HWY_RESTRICT ks, int hd, float* HWY_RESTRICT res) {
-  static_assert(QC * KB <= 8, "accumulators must fit the register file");
+  static_assert(QC >= 1 && QC <= 4 && KB >= 1 && KB <= 4, "tile shape");
   const size_t N = hn::Lanes(d);
+  // Named accumulators (key row b, query vector c: s<b><c>); those beyond KB and QC are never
+  // touched. (Arrays of vectors compiled to slower code here.)
   auto s00 = hn::Zero(d), s01 = hn::Zero(d), s02 = hn::Zero(d), s03 = hn::Zero(d);
   auto s10 = hn::Zero(d), s11 = hn::Zero(d), s12 = hn::Zero(d), s13 = hn::Zero(d);
-  auto s20 = hn::Zero(d), s21 = hn::Zero(d), s30 = hn::Zero(d), s31 = hn::Zero(d);
+  auto s20 = hn::Zero(d), s21 = hn::Zero(d), s22 = hn::Zero(d), s23 = hn::Zero(d);
+  auto s30 = hn::Zero(d), s31 = hn::Zero(d), s32 = hn::Zero(d), s33 = hn::Zero(d);
   for (int x = 0; x < hd; ++x) {
     const float* qx = qt + static_cast<size_t>(x) * qp;
     const auto c0 = hn::Load(d, qx);
@@ -184,38 +187,45 @@ HWY_INLINE void ScoreBlockedStep(D d, const float* HWY_RESTRICT qt, size_t qp,
       const auto k2 = hn::Set(d, ks[2 * hd + x]);
       s20 = hn::MulAdd(c0, k2, s20);
       if constexpr (QC > 1) s21 = hn::MulAdd(c1, k2, s21);
+      if constexpr (QC > 2) s22 = hn::MulAdd(c2, k2, s22);
+      if constexpr (QC > 3) s23 = hn::MulAdd(c3, k2, s23);
     }
     if constexpr (KB > 3) {
       const auto k3 = hn::Set(d, ks[3 * hd + x]);
       s30 = hn::MulAdd(c0, k3, s30);
       if constexpr (QC > 1) s31 = hn::MulAdd(c1, k3, s31);
+      if constexpr (QC > 2) s32 = hn::MulAdd(c2, k3, s32);
+      if constexpr (QC > 3) s33 = hn::MulAdd(c3, k3, s33);
     }
   }
-  hn::Store(s00, d, res);
-  if constexpr (QC > 1) hn::Store(s01, d, res + N);
-  if constexpr (QC > 2) hn::Store(s02, d, res + 2 * N);
-  if constexpr (QC > 3) hn::Store(s03, d, res + 3 * N);
-  if constexpr (KB > 1) {
-    hn::Store(s10, d, res + qp);
-    if constexpr (QC > 1) hn::Store(s11, d, res + qp + N);
-    if constexpr (QC > 2) hn::Store(s12, d, res + qp + 2 * N);
-    if constexpr (QC > 3) hn::Store(s13, d, res + qp + 3 * N);
-  }
-  if constexpr (KB > 2) {
-    hn::Store(s20, d, res + 2 * qp);
-    if constexpr (QC > 1) hn::Store(s21, d, res + 2 * qp + N);
-  }
-  if constexpr (KB > 3) {
-    hn::Store(s30, d, res + 3 * qp);
-    if constexpr (QC > 1) hn::Store(s31, d, res + 3 * qp + N);
-  }
+  auto store_row = [&](float* row, auto a0, auto a1, auto a2, auto a3) {
+    hn::Store(a0, d, row);
+    if constexpr (QC > 1) hn::Store(a1, d, row + N);
+    if constexpr (QC > 2) hn::Store(a2, d, row + 2 * N);
+    if constexpr (QC > 3) hn::Store(a3, d, row + 3 * N);
+  };
+  store_row(res, s00, s01, s02, s03);
+  if constexpr (KB > 1) store_row(res + qp, s10, s11, s12, s13);
+  if constexpr (KB > 2) store_row(res + 2 * qp, s20, s21, s22, s23);
+  if constexpr (KB > 3) store_row(res + 3 * qp, s30, s31, s32, s33);
 }
+
+// Key rows per step of ScoreBlocked for QC vectors of queries: as many as keep the QC x KB
+// accumulators, QC query vectors and a broadcast key within the register file (32 vectors on
+// AVX-512, NEON and SVE; 16 on AVX2).
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+template <int QC>
+constexpr int kBlockedKeyRows = QC <= 2 ? 4 : 2;
+#else
+template <int QC>
+constexpr int kBlockedKeyRows = 4;
+#endif
 
 // g (<= QC lanes-vectors) queries starting at q; hd <= kMaxStagedHeadDim.
 template <int QC, class D>
 HWY_NOINLINE void ScoreBlocked(D d, const float* q, int g, const uint16_t* k, int64_t k_stride,
                                int64_t n, int hd, float scale, float* scores, int64_t ld) {
-  constexpr int KB = QC <= 2 ? 4 : 2;
+  constexpr int KB = kBlockedKeyRows<QC>;
   const size_t N = hn::Lanes(d);
   const size_t qp = QC * N;
   HWY_ALIGN float qt[kMaxStagedHeadDim * kMaxQueryGroup];

@@ -62,7 +62,7 @@ struct Rng {
 };
 
 constexpr int kHeadDims[] = {64, 128, 256, 72, 40};
-constexpr int kQueries[] = {1, 3, 4, 24, 32};
+constexpr int kQueries[] = {1, 3, 4, 24, 32, 48, 64};  // 48, 64: 3 and 4 AVX-512 vectors
 constexpr int64_t kKeyCounts[] = {1, 7, 37, 100};
 
 // body(head_dim, n_q, keys) for every combination of the shapes above, on every path.

@@ -45,6 +45,14 @@ struct NoAttentionObserver {
 // query's causal horizon get probability exactly 0. Observers see the same per-(query, head)
 // items as in the unblocked path, with splits == 1.
 inline constexpr int kQueryBlock = 8;
+// Tokens per parallel item of the blocked path: kQueryBlock, or twice that for an odd group, so
+// the item's rows (tokens x group query heads) fill whole 16-float vectors: with SmolLM2's group
+// of 3, 8 tokens make 24 rows and leave 8 of the score kernel's 32 AVX-512 lanes idle; 16 make
+// 48, three full vectors. The observers' rows stay per kQueryBlock tokens (QueryItemRow): an
+// item owns every row of its tokens, so they stay race-free and their sums keep their order.
+inline constexpr int QueryBlockTokens(int group) {
+  return group % 2 == 0 ? kQueryBlock : 2 * kQueryBlock;
+}
 
 // Whether a batch of n queries goes through the blocked path (GroupedAttentionOverPrefix). The
 // window-mass observer derives its race-free rows from the same rule (kv/window_mass.cc).
@@ -62,7 +70,8 @@ void GroupedAttentionBlocked(const KvGeometry& geo, int n, const int64_t* visibl
   const int group = geo.n_heads / n_kv;
   const int hd = geo.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int64_t n_blocks = (n + kQueryBlock - 1) / kQueryBlock;
+  const int block = QueryBlockTokens(group);
+  const int64_t n_blocks = (n + block - 1) / block;
   if constexpr (Observer::kEnabled) observer.Prepare(n, 1, visible);
 
   pool.ParallelFor(n_blocks * n_kv, 1, [&](int64_t first, int64_t last) {
@@ -72,8 +81,8 @@ void GroupedAttentionBlocked(const KvGeometry& geo, int n, const int64_t* visibl
     thread_local std::vector<float> sums;     // [rows]
     for (int64_t item = first; item < last; ++item) {
       const int h = static_cast<int>(item % n_kv);
-      const int t0 = static_cast<int>(item / n_kv) * kQueryBlock;
-      const int t1 = std::min(n, t0 + kQueryBlock);
+      const int t0 = static_cast<int>(item / n_kv) * block;
+      const int t1 = std::min(n, t0 + block);
       const int rows = (t1 - t0) * group;
       int64_t m = 0;
       int64_t f0 = first_key != nullptr ? first_key[t0] : 0;  // first keys are non-decreasing in t
