@@ -6,8 +6,8 @@
 # grid at 4k, 8k and 16k), rendered into the same page. `make eval-long` (PART=long): the
 # headline cells of Gemma 3 270M at 32k tokens, needles and drift, in a target of their own
 # because they cost about as much as the rest of the grid (a 32k-token prompt takes 100 s to
-# read on 2 cores; each run is about an hour). `make eval-quick` (QUICK=1): the
-# headline table alone, with intervals, in under 15 minutes (6m36s measured on 2 cores).
+# read on 2 cores; the needle run took 1 h 29 min, the drift run 1 h 38 min, both beside other
+# work). `make eval-quick` (QUICK=1): the headline table alone, with intervals, in under 15 minutes (6m36s measured on 2 cores).
 #
 # Every instance comes from the *test* seed 1 (SEED): nothing was tuned on it. Defaults are
 # chosen on the development seeds 1000-1099 only (docs/kv-cache.md, "Seeds").
