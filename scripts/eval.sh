@@ -2,12 +2,13 @@
 # `make eval`: the published headline grid (docs/results.md) on the two reference models, then
 # the page re-rendered from the rows, which are committed gzipped under docs/results/runs/.
 # `make eval-extra` (PART=extra): the reported families beside it (SCBench-style turns, the
-# RULER-style family, perplexity on 8 texts, ablations, 4-bit; Gemma's drift is in the headline
-# grid at 4k, 8k and 16k), rendered into the same page. `make eval-long` (PART=long): the
-# headline cells of Gemma 3 270M at 32k tokens, needles and drift, in a target of their own
-# because they cost about as much as the rest of the grid (a 32k-token prompt takes 100 s to
-# read on 2 cores; the needle run took 1 h 29 min, the drift run 1 h 38 min, both beside other
-# work). `make eval-quick` (QUICK=1): the headline table alone, with intervals, in under 15 minutes (6m36s measured on 2 cores).
+# RULER-style family, perplexity on 8 texts, ablations, 4-bit), rendered into the same page.
+# `make eval-long` (PART=long): the headline cells of Gemma 3 270M at 16k and 32k tokens,
+# needles and drift, in a target of their own because they cost more than the rest of the grid
+# (a 32k-token prompt takes 100 s to read on 2 cores; the 32k needle run took 1 h 29 min, the
+# drift run 1 h 38 min, both beside other work). Timed one instance per run on a quiet machine
+# (x30): `make eval` about 1 h 42 min, the 16k runs 51 + 33 min. `make eval-quick` (QUICK=1):
+# the headline table alone, with intervals, in under 15 minutes (6m36s measured on 2 cores).
 #
 # Every instance comes from the *test* seed 1 (SEED): nothing was tuned on it. Defaults are
 # chosen on the development seeds 1000-1099 only (docs/kv-cache.md, "Seeds").
@@ -63,7 +64,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 
 if [ "$PART" = headline ]; then
-  TOTAL=9
+  TOTAL=7
   # Headline: needles at 2k and 4k, drift (four questions about four parts of one prompt, in
   # one session) at 2k with the full-cache shadow (missed mass, FMM), every policy, 30 a cell.
   run smol-niah "$SMOL" "${PE[@]}" "${HEAD_BUDGETS[@]}" --tasks niah --lengths 2048,4096 "${DEPTHS10[@]}"
@@ -75,17 +76,17 @@ if [ "$PART" = headline ]; then
   # whatever the length, counted in the budget (24% of the cache at 8k): budgets from 0.3.
   run gemma-niah "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 8192 --tasks niah "${DEPTHS10[@]}"
   run gemma-niah-4k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 4096 --tasks niah "${DEPTHS10[@]}"
-  # At 16k tokens the rings are 14% of the cache: budgets from 0.2. Every default policy,
-  # the query-agnostic ones (kvzip, qevict-zip) included.
-  run gemma-niah-16k "$GEMMA" "${PE[@]}" --budgets 0.2,0.3,0.5 --lengths 16384 --tasks niah "${DEPTHS10[@]}"
   # Gemma's multi-question task (drift: four questions on four parts of one prompt, one session).
   run gemma-drift-4k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 4096 --tasks drift --samples 30
   run gemma-drift-8k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 8192 --tasks drift --samples 30 \
     --policies full,streaming,h2o,tova,snapkv,pyramidkv,kivi,mikv,qevict,qevict-qa
+elif [ "$PART" = long ]; then
+  TOTAL=4
+  # At 16k tokens the rings are 14% of the cache: budgets from 0.2. Needles with every default
+  # policy, the query-agnostic ones (kvzip, qevict-zip) included.
+  run gemma-niah-16k "$GEMMA" "${PE[@]}" --budgets 0.2,0.3,0.5 --lengths 16384 --tasks niah "${DEPTHS10[@]}"
   run gemma-drift-16k "$GEMMA" "${PE[@]}" --budgets 0.2,0.3,0.5 --lengths 16384 --tasks drift \
     --samples 30 --policies full,streaming,h2o,tova,snapkv,pyramidkv,kivi,mikv,qevict,qevict-qa
-elif [ "$PART" = long ]; then
-  TOTAL=2
   # Gemma 3 270M at 32k tokens (31k of prompt: the question and answer fit its 32768-token
   # context). The rings are 7% of the cache here: budgets from 0.1. The query-agnostic
   # policies are left out: their reconstruction pass would double the run (at 16k it took as
