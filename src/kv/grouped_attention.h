@@ -39,7 +39,7 @@ struct NoAttentionObserver {
   void OnShare(int, int, int64_t, int, float) {}
 };
 
-// Prompt chunks: queries are processed in blocks of kQueryBlock tokens per KV head, so each key
+// Prompt chunks: queries are processed in blocks of tokens per KV head, so each key
 // and value row is fetched from memory once per block rather than once per token (at long
 // context the per-token re-reads of the cache, not the arithmetic, bound prefill). Keys beyond a
 // query's causal horizon get probability exactly 0. Observers see the same per-(query, head)

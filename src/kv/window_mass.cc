@@ -21,7 +21,8 @@ void WindowMassObserver::Configure(int n_heads, int n_kv_heads, int window, int6
 }
 
 int64_t WindowMassObserver::RowOf(int i, int h) const {
-  // GroupedAttentionBlocked hands a block of kQueryBlock queries of one KV head to one item.
+  // One row per kQueryBlock queries of one KV head: GroupedAttentionBlocked hands one or two
+  // such blocks (QueryBlockTokens) to one item, which then owns their rows alone.
   const int64_t block = QueryItemRow(n_, i);
   return block * n_kv_heads_ + h;
 }
