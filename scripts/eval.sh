@@ -6,8 +6,9 @@
 # `make eval-long` (PART=long): the headline cells of Gemma 3 270M at 16k and 32k tokens,
 # needles and drift, in a target of their own because they cost more than the rest of the grid
 # (a 32k-token prompt takes 100 s to read on 2 cores; the 32k needle run took 1 h 29 min, the
-# drift run 1 h 38 min, both beside other work). Timed one instance per run on a quiet machine
-# (x30): `make eval` about 1 h 42 min, the 16k runs 51 + 33 min. `make eval-quick` (QUICK=1):
+# drift run 1 h 38 min, both beside other work). `make eval` timed end to end on 2 cores:
+# 1 h 41 min 56 s (2026-12-03, light work beside it); the 16k runs about 51 + 33 min (one
+# instance timed, x30). `make eval-quick` (QUICK=1):
 # the headline table alone, with intervals, in under 15 minutes (6m36s measured on 2 cores).
 #
 # Every instance comes from the *test* seed 1 (SEED): nothing was tuned on it. Defaults are
