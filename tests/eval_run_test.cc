@@ -70,6 +70,58 @@ TEST(EvalRunTest, KiviForksFromTheRewindowedPrefixWithItsShadow) {
   EXPECT_TRUE(rows[1]["missed_mass"].is_number()) << rows[1].dump();
 }
 
+// --export-tasks writes the generated instances and runs nothing; run as a task file they give
+// the same prompts, so the same answers, as the generated run.
+TEST(EvalRunTest, ExportedTasksRunAsATaskFileWithTheSameAnswers) {
+  QEVICT_REQUIRE_MODEL(m);
+  const std::string generated = ::testing::TempDir() + "/qevict_eval_gen";
+  const std::string from_file = ::testing::TempDir() + "/qevict_eval_file";
+  const std::string exported = ::testing::TempDir() + "/qevict_eval_export";
+  const std::string file = ::testing::TempDir() + "/qevict_eval_export.jsonl";
+  std::filesystem::remove_all(exported);
+  std::filesystem::remove(file);
+  EvalOptions o = TinyGrid(exported);
+  o.grid.depths = {0.25, 0.75};
+  o.settings.policies = {"full", "snapkv"};
+  o.export_tasks = file;
+  ASSERT_EQ(RunEval(o), 0);
+  EXPECT_FALSE(std::filesystem::exists(exported + "/rows.jsonl"));  // nothing ran
+  std::ifstream in(file);
+  std::vector<std::string> ids;
+  for (std::string line; std::getline(in, line);) ids.push_back(json::parse(line)["id"]);
+  EXPECT_EQ(ids, (std::vector<std::string>{"niah-L768-d0.25-s0", "niah-L768-d0.75-s0"}));
+
+  o.export_tasks.clear();
+  o.out_dir = generated;
+  ASSERT_EQ(RunEval(o), 0);
+  EvalOptions f = o;
+  f.grid = {};
+  f.tasks_file = file;
+  f.out_dir = from_file;
+  ASSERT_EQ(RunEval(f), 0);
+  const std::vector<json> a = ReadRows(generated), b = ReadRows(from_file);
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i]["id"], b[i]["id"]);
+    EXPECT_EQ(a[i]["policy"], b[i]["policy"]);
+    EXPECT_EQ(a[i]["prompt_tokens"], b[i]["prompt_tokens"]);
+    EXPECT_EQ(a[i]["turns"][0]["output"], b[i]["turns"][0]["output"]) << a[i]["id"];
+  }
+  // The full cache finds both needles, so the comparison is of answers, not of two misses.
+  int full_rows = 0;
+  for (const json& row : a) {
+    if (row["policy"] != "full") continue;
+    ++full_rows;
+    EXPECT_EQ(row["accuracy"], 1.0) << row["id"];
+  }
+  EXPECT_EQ(full_rows, 2);
+
+  o.export_tasks = file;
+  o.tasks_file = file;  // a task file is not exported again
+  EXPECT_THROW(RunEval(o), Error);
+}
+
 TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
   QEVICT_REQUIRE_MODEL(m);
   const std::string dir = ::testing::TempDir() + "/qevict_eval_a";

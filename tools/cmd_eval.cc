@@ -31,6 +31,7 @@ struct EvalFlags {
   bool overwrite = false;
   bool resume = false;
   bool no_progress = false;
+  std::string export_tasks;
   std::string tag;
   std::string prefill_mode = "bounded";
   std::string prompt_style = "auto";
@@ -107,6 +108,7 @@ int Eval(const EvalFlags& f) {
   o.resume = f.resume;
   o.command_line = CommandLine();
   o.progress = !f.no_progress;
+  o.export_tasks = f.export_tasks;
   return RunEval(o);
 }
 
@@ -186,6 +188,10 @@ std::function<int()> RegisterEval(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"substring", "exact", "f1"}));
   cmd->add_flag("--no-progress", flags->no_progress, "no progress bar on stderr");
+  cmd->add_option("--export-tasks", flags->export_tasks,
+                  "write the generated instances (--tasks, --lengths, --depths, --samples, "
+                  "--seed) to this task file (JSONL, docs/evaluation.md \"Task files\") and run "
+                  "nothing: the same prompts for another tool, or for --tasks FILE");
   AddKvFlags(*cmd, flags->kv, {false, false, ""});  // policies and budgets: --policies, --budgets
   return [flags] { return Eval(*flags); };
 }

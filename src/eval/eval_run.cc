@@ -88,9 +88,30 @@ std::string IsoNow() {
   return buf;
 }
 
+// --export-tasks: the generated instances as a task file, every line or none (a task the
+// format cannot hold stops the export before the file is written).
+int ExportTasks(const EvalOptions& o) {
+  if (!o.tasks_file.empty()) {
+    throw Error("--export-tasks writes generated tasks; --tasks names a task file already");
+  }
+  LoadedModel model = LoadedModel::Load(o.model_path);
+  const std::vector<EvalTask> tasks = Generate(o, model);
+  std::string text;
+  for (const EvalTask& t : tasks) text += TaskFileLine(t) + "\n";
+  std::ofstream out(o.export_tasks, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw Error("cannot write " + o.export_tasks);
+  std::fprintf(stderr, "qevict eval: %zu generated tasks written to %s (seed %llu)\n",
+               tasks.size(), o.export_tasks.c_str(),
+               static_cast<unsigned long long>(o.grid.seed));
+  return 0;
+}
+
 }  // namespace
 
 int RunEval(const EvalOptions& o) {
+  if (!o.export_tasks.empty()) return ExportTasks(o);
   if (o.settings.budgets.empty()) {
     throw Error("--budgets: give at least one budget, e.g. --budgets 0.1,0.3");
   }

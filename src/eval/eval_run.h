@@ -44,6 +44,9 @@ struct EvalOptions {
   // Tokens kept free for the question, the template and the answer when a question task is
   // generated for a --lengths value: its context is filled to length - reserve.
   int64_t question_reserve = 128;
+  // Non-empty: write the generated instances to this task file (task_file.h, TaskFileLine) and
+  // run nothing; the file then runs here with --tasks FILE or in another tool.
+  std::string export_tasks;
 };
 
 // Runs the evaluation; returns the process exit code. Throws qevict::Error for bad options.

@@ -63,4 +63,13 @@ TaskFileResult ParseTaskFile(std::string_view bytes, const TaskFileLimits& limit
 // content are returned as errors, as by ParseTaskFile.
 TaskFileResult ReadTaskFile(const std::string& path, const TaskFileLimits& limits = {});
 
+// One line of a task file (no newline) that ParseTaskFile reads back as `task` (id, context,
+// turns with their answer prefixes and scoring, max_new_tokens, scorer; the generator's name,
+// length and depth are not fields of the format: the id names them). `qevict eval
+// --export-tasks` writes generated instances this way, so that another tool (transformers,
+// kvpress) can run the very prompts a published table used. Throws qevict::Error for a task the
+// format cannot hold (longgen, ppl) or one the parser would reject (an empty id, no turns, a
+// blank answer, a field over TaskFileLimits' defaults).
+std::string TaskFileLine(const EvalTask& task);
+
 }  // namespace qevict
