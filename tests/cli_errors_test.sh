@@ -138,6 +138,10 @@ if [ -f "$MODEL" ]; then
   expect_clean_failure eval_bad_task "unknown evaluation task" "$BIN" eval -m "$MODEL" --tasks nosuch --out "$out"
   expect_clean_failure eval_bad_shard "expected K/N" "$BIN" eval -m "$MODEL" --shard 1-2 --out "$out"
   expect_clean_failure eval_shard_range "need 0 <= K < N, e.g. --shard 0/2" "$BIN" eval -m "$MODEL" --shard 2/2 --out "$out"
+  expect_clean_failure eval_export_ppl "only question tasks" "$BIN" eval -m "$MODEL" --tasks ppl \
+    --lengths 512 --export-tasks "$out/ppl.jsonl"
+  expect_clean_failure eval_export_unwritable "cannot write" "$BIN" eval -m "$MODEL" --tasks niah \
+    --lengths 512 --depths 0.5 --export-tasks /nonexistent-dir/tasks.jsonl
   expect_clean_failure eval_kv_policy "--kv-policy" "$BIN" eval -m "$MODEL" --kv-policy qevict --out "$out"
   expect_clean_failure eval_bad_depth "--depths: needle depth 1.5 is outside [0, 1] (0 the start" \
     "$BIN" eval -m "$MODEL" --tasks niah --depths 1.5 --out "$out"
