@@ -23,6 +23,8 @@ Presses (`--presses`, kvpress's names in brackets):
   kvzip-layerwise      KVzipPress(layerwise=True): the same ranking within each layer
   kvzip-head-shared    kvzip-layerwise with every token's score the max over the layer's KV
                        heads, so a layer keeps the same tokens in every head (qevict's sharing)
+  kvzip-head-rank      kvzip-head-shared reducing the heads by their best rank instead of their
+                       raw scores (qevict's reduction, engine/reconstruction.cc)
   kvzip-window         kvzip-head-shared with one score per aligned 8-token block (its max):
                        qevict's decision unit, without its tiers, sinks and recent windows
   snapkv, expected-attention, knorm   SnapKVPress, ExpectedAttentionPress, KnormPress
@@ -89,8 +91,9 @@ def make_press(name: str, ratio: float):
         return kvpress.KVzipPress(compression_ratio=ratio)
     if name == "kvzip-layerwise":
         return kvpress.KVzipPress(compression_ratio=ratio, layerwise=True)
-    if name in ("kvzip-head-shared", "kvzip-window"):
+    if name in ("kvzip-head-shared", "kvzip-window", "kvzip-head-rank"):
         window = 8 if name == "kvzip-window" else 1
+        by_rank = name == "kvzip-head-rank"
 
         class SharedKVzip(kvpress.KVzipPress):
             """KVzip-layerwise deciding as qevict does: one score per token (the max over the
@@ -98,6 +101,8 @@ def make_press(name: str, ratio: float):
 
             def compress_post(self, model):
                 s = self.score_val  # [layer, batch, kv head, token]
+                if by_rank:  # each head's rank of the token, as a fraction (1 = its top)
+                    s = s.argsort(dim=-1).argsort(dim=-1).to(s.dtype) / s.shape[-1]
                 s = s.amax(dim=2, keepdim=True).expand_as(s)
                 if window > 1:
                     n = s.shape[-1]
