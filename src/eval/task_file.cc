@@ -549,33 +549,33 @@ TaskFileResult ReadTaskFile(const std::string& path, const TaskFileLimits& limit
 
 std::string TaskFileLine(const EvalTask& task) {
   const TaskFileLimits limits;
-  const auto refuse = [&](const std::string& why) {
-    throw Error("task " + Quote(task.id) + " cannot be written as a task-file line: " + why);
+  const auto refusal = [&](const std::string& why) {
+    return Error("task " + Quote(task.id) + " cannot be written as a task-file line: " + why);
   };
   if (task.kind != TaskKind::kQuestions) {
-    refuse("only question tasks (a context and its turns) have a task-file form");
+    throw refusal("only question tasks (a context and its turns) have a task-file form");
   }
   if (task.id.empty() || task.id.size() > kTaskIdMaxBytes || HasControl(task.id)) {
-    refuse("its id must be 1 to " + std::to_string(kTaskIdMaxBytes) +
+    throw refusal("its id must be 1 to " + std::to_string(kTaskIdMaxBytes) +
            " bytes without control characters");
   }
   if (task.turns.empty() || task.turns.size() > static_cast<size_t>(limits.max_turns)) {
-    refuse("it needs 1 to " + std::to_string(limits.max_turns) + " turns");
+    throw refusal("it needs 1 to " + std::to_string(limits.max_turns) + " turns");
   }
   if (task.max_new_tokens < 1 || task.max_new_tokens > limits.max_new_tokens) {
-    refuse("max_new_tokens must be in [1, " + std::to_string(limits.max_new_tokens) + "]");
+    throw refusal("max_new_tokens must be in [1, " + std::to_string(limits.max_new_tokens) + "]");
   }
   json turns = json::array();
   for (const EvalTurn& turn : task.turns) {
-    if (turn.question.empty()) refuse("a turn has an empty question");
+    if (turn.question.empty()) throw refusal("a turn has an empty question");
     if (turn.answers.empty() || turn.answers.size() > static_cast<size_t>(limits.max_answers)) {
-      refuse("a turn needs 1 to " + std::to_string(limits.max_answers) + " answers");
+      throw refusal("a turn needs 1 to " + std::to_string(limits.max_answers) + " answers");
     }
     if (std::any_of(turn.answers.begin(), turn.answers.end(), IsBlank)) {
-      refuse("a turn has a blank answer");
+      throw refusal("a turn has a blank answer");
     }
     if (turn.answer_prefix.size() > static_cast<size_t>(limits.max_answer_prefix_bytes)) {
-      refuse("an answer prefix is over " + std::to_string(limits.max_answer_prefix_bytes) +
+      throw refusal("an answer prefix is over " + std::to_string(limits.max_answer_prefix_bytes) +
              " bytes");
     }
     json t = {{"question", turn.question}, {"answers", turn.answers}};
@@ -590,9 +590,8 @@ std::string TaskFileLine(const EvalTask& task) {
   try {
     return line.dump();
   } catch (const json::exception&) {
-    refuse("it holds text that is not valid UTF-8");
+    throw refusal("it holds text that is not valid UTF-8");
   }
-  return {};
 }
 
 }  // namespace qevict
