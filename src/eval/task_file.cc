@@ -557,7 +557,7 @@ std::string TaskFileLine(const EvalTask& task) {
   }
   if (task.id.empty() || task.id.size() > kTaskIdMaxBytes || HasControl(task.id)) {
     throw refusal("its id must be 1 to " + std::to_string(kTaskIdMaxBytes) +
-           " bytes without control characters");
+                  " bytes without control characters");
   }
   if (task.turns.empty() || task.turns.size() > static_cast<size_t>(limits.max_turns)) {
     throw refusal("it needs 1 to " + std::to_string(limits.max_turns) + " turns");
@@ -576,7 +576,7 @@ std::string TaskFileLine(const EvalTask& task) {
     }
     if (turn.answer_prefix.size() > static_cast<size_t>(limits.max_answer_prefix_bytes)) {
       throw refusal("an answer prefix is over " + std::to_string(limits.max_answer_prefix_bytes) +
-             " bytes");
+                    " bytes");
     }
     json t = {{"question", turn.question}, {"answers", turn.answers}};
     if (!turn.answer_prefix.empty()) t["answer_prefix"] = turn.answer_prefix;
