@@ -243,6 +243,18 @@ def is_full(policy):
     return policy == "full" or policy.startswith("full[")
 
 
+def base_policy(policy):
+    """The shipped policy a variant or tagged run starts from: "qevict-qa:query_kernel=15[x]"
+    -> "qevict-qa"."""
+    return policy.split("[", 1)[0].split(":", 1)[0]
+
+
+def as_shipped(policy):
+    """A policy as the engine ships it: no variant options ("p:key=value"), no tagged run
+    ("p[tag]"). Only these are the baselines a verdict or a goal is counted against."""
+    return ":" not in policy and "[" not in policy
+
+
 def full_status(cell, metric):
     if metric != "accuracy":
         return "reference"  # KL, edit similarity: measured against the full cache itself
@@ -500,7 +512,8 @@ def goal_c_line(page, key, length, budget):
     """(label, text) of qevict's KL against every other family at one budget."""
     cs = [c for c in page.comparisons() if comparison_group(c) == key and c["length"] == length
           and pe.rnd(c["budget"]) == budget and "qevict" in (c["a"], c["b"])
-          and not c["same_family"] and not is_full(c["a"]) and not is_full(c["b"])]
+          and not c["same_family"] and not is_full(c["a"]) and not is_full(c["b"])
+          and as_shipped(c["a"]) and as_shipped(c["b"])]
     seen = [(seen_by(c, "qevict"), page.unequal_bytes(c)) for c in cs]
     equal = [v for v, bad in seen if not bad]
     left_out = sorted(v["other"] for v, bad in seen if bad)
@@ -745,15 +758,18 @@ def wins_block(page, policy, group, cs):
 def section_wins(page, policy):
     out = [f"## Where {policy} wins and where it loses", "",
            f"Every paired comparison of `{policy}` (exactly that policy) with a policy of "
-           "another family, on the same instances, per task, length and budget. Its variants "
-           "and tagged runs are ablations (next section); the full cache is the reference, "
+           "another family as the engine ships it, on the same instances, per task, length "
+           "and budget. Variants (\"policy:key=value\") and tagged runs (\"policy[tag]\") "
+           "are ablations (next section), of qevict's family or a baseline's, and never "
+           "counted here; the full cache is the reference, "
            "judged under Goals. Listed: every comparison with a verdict, as "
            f"{policy} minus the other policy with its paired 95% interval; the tally counts "
            "wins, losses and comparisons with no detectable difference per budget.", ""]
     groups = {}
     for c in page.comparisons():
         if policy in (c["a"], c["b"]) and not c["same_family"] \
-                and not is_full(c["a"]) and not is_full(c["b"]):
+                and not is_full(c["a"]) and not is_full(c["b"]) \
+                and as_shipped(c["a"]) and as_shipped(c["b"]):
             groups.setdefault((c["model"], c["prompt_style"], c["prefill_mode"]), []).append(c)
     if not groups:
         return out + [f"No comparison of {policy} with another family.", ""]
@@ -776,13 +792,15 @@ def ablation_row(page, c):
 def section_ablations(page):
     out = ["## Ablations", "",
            "Comparisons within one family: a policy against its own variants (\"policy:key="
-           "value\"), a tagged run's rows (\"policy[tag]\"), and qevict against qevict-qa. "
-           "They say what a setting changes; they are ablations, not results against "
-           "baselines, and are never tallied. Paired on the same instances; a − b with its "
-           "95% interval.", ""]
+           "value\") and tagged runs (\"policy[tag]\"), and the shipped policies of one "
+           "family against each other (qevict, qevict-qa, qevict-zip). They say what a "
+           "setting changes; they are ablations, not results against baselines, and are never "
+           "tallied. Paired on the same instances; a − b with its 95% interval.", ""]
     groups = {}
     for c in page.comparisons():
-        if c["same_family"] and not is_full(c["a"]):
+        one_setting = base_policy(c["a"]) == base_policy(c["b"]) \
+            or (as_shipped(c["a"]) and as_shipped(c["b"]))
+        if c["same_family"] and one_setting and not is_full(c["a"]):
             if page.excluded(c["model"], c["task"], c["prompt_style"], c["length"]):
                 continue
             groups.setdefault((c["model"], c["prompt_style"], c["prefill_mode"]), []).append(c)

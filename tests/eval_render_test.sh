@@ -7,7 +7,8 @@
 # (a clear difference: one verdict each), and mikv misses 2 instances qevict answers (a small
 # difference: no verdict); niah at 2048 tokens, where the full cache answers only half (so it is
 # excluded from every verdict although qevict beats snapkv there too); ppl with KL, qevict
-# lowest, snapkv infeasible at 0.05; an ablation variant; shadow metrics and per-step missed
+# lowest, snapkv infeasible at 0.05; ablation variants of qevict and of the baselines (a
+# variant option, a tagged run: never a verdict or a tally entry); shadow metrics and per-step missed
 # mass. Run "run_base" (model base, completion prompts, rows written before rows carried their
 # model or seed) holds the same instance ids: its rows must stay its own.
 #
@@ -65,16 +66,17 @@ def row(task, iid, policy, budget, length, depth, extra):
     r.update(extra)
     return r
 
-POLICIES = ["snapkv", "mikv", "qevict", "qevict-qa", "qevict:recovery=exact"]
+POLICIES = ["snapkv", "mikv", "qevict", "qevict-qa", "qevict:recovery=exact",
+            "snapkv:snapkv_kernel=31", "mikv[bits4]"]
 
 def correct(policy, length, budget, i):
     """Who answers instance i: the full cache all at 1024 and half at 2048; qevict and its
     variants all; snapkv a third at budget 0.05 and all at 0.2; mikv all but i = 0, 1."""
     if policy == "full":
         return length == 1024 or i % 2 == 0
-    if policy == "snapkv":
+    if policy.startswith("snapkv"):
         return budget > 0.1 or i % 3 == 0
-    if policy == "mikv":
+    if policy.startswith("mikv"):
         return i >= 2
     return True
 
@@ -184,7 +186,7 @@ has "$MD" "seed 1 (the test seed)"
 has "$MD" "seed 1042 (a development seed"
 has "$MD" "bounded: prefilled in 512-token chunks under the budget"
 has "$MD" " docs/results/runs/run docs/results/runs/run_base"
-has "$MD" "merged $((36 * 11 * 2 + 12 * 7 + 36 * 5)) rows"
+has "$MD" "merged $((36 * 15 * 2 + 12 * 7 + 36 * 5)) rows"
 
 # The verdicts: one clear win each, nothing for the small difference, nothing where the full
 # cache fails.
@@ -192,6 +194,13 @@ has "$MD" "- qevict beats snapkv on niah @ 1024, budget 0.05: +66.7 points ["
 has "$MD" "- qevict-qa beats snapkv on niah @ 1024, budget 0.05: +66.7 points ["
 has "$MD" "36 pairs, McNemar p < 0.001 (qevict alone right on 24, snapkv alone on 0)"
 lacks "$MD" "qevict beats mikv on niah"
+# A baseline's variant or tagged run is an ablation: never a verdict or a tally entry.
+lacks "$MD" "beats snapkv:snapkv_kernel=31"
+lacks "$MD" "beats mikv[bits4]"
+has "$MD" "| niah | 1024 | 0.05 | snapkv | snapkv:snapkv_kernel=31 |"
+# Ablation pairs change one thing: a variant against its own policy, not against a sibling's.
+lacks "$MD" "| niah | 1024 | 0.05 | qevict-qa | qevict:recovery=exact |"
+has "$MD" "| niah | 1024 | 0.05 | qevict | qevict-qa |"
 lacks "$MD" "qevict loses to mikv on niah"
 grep -E "^- qevict(-qa)? (beats|loses to) " "$MD" | grep -q "on niah @ 2048" \
   && fail "a verdict where the full cache fails (niah @ 2048)"
