@@ -27,6 +27,7 @@ import argparse
 import gzip
 import json
 import math
+import multiprocessing
 import os
 import re
 import subprocess
@@ -195,28 +196,40 @@ def model_groups(dirs, summaries):
     return list(groups.items())
 
 
-def run_qevict_report(binary, dirs, out_dir):
-    """`BIN report -o OUT DIR...`; returns OUT/summary.json as a dict."""
+def start_qevict_report(binary, dirs, out_dir):
+    """Starts `BIN report -o OUT DIR...`; finish_qevict_report() waits for it."""
     cmd = [binary, "report", "-o", out_dir] + list(dirs)
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
     except OSError as e:
         raise SystemExit(f"cannot run {binary} ({e}): build it (cmake --build build --target "
                          "qevict) or pass --qevict BIN") from e
+    return cmd, proc, out_dir
+
+
+def finish_qevict_report(started):
+    """OUT/summary.json of a started report, as a dict."""
+    cmd, proc, out_dir = started
+    _, err = proc.communicate()
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr.strip()}")
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{err.strip()}")
     with open(os.path.join(out_dir, "summary.json"), encoding="utf-8") as f:
         return json.load(f)
 
 
 def run_report(binary, dirs, summaries=None):
-    """Report over the run directories, one `qevict report` per model (see model_groups)."""
+    """Report over the run directories, one `qevict report` per model (see model_groups), the
+    models' reports side by side."""
     if summaries is None:
         summaries = [load_summary(d) for d in dirs]
     cells, comparisons, rows, replaced = [], [], 0, 0
     with tempfile.TemporaryDirectory(prefix="qevict-report-") as tmp:
-        for i, (model, group_dirs) in enumerate(model_groups(dirs, summaries)):
-            summary = run_qevict_report(binary, group_dirs, os.path.join(tmp, str(i)))
+        groups = model_groups(dirs, summaries)
+        started = [start_qevict_report(binary, group_dirs, os.path.join(tmp, str(i)))
+                   for i, (_, group_dirs) in enumerate(groups)]
+        for (model, _), one in zip(groups, started):
+            summary = finish_qevict_report(one)
             for item in summary["cells"] + summary["comparisons"]:
                 item["model"] = item.get("model") or model
             cells += summary["cells"]
@@ -675,6 +688,33 @@ def plot_instance_steps(rows, key, outdir):
 
 
 # ----------------------------------------------------------------------------- all of them
+# The pictures are drawn by a pool of forked workers (one per core), each picture on its own:
+# the workers read the report and rows through this module-level slot, set before forking.
+_DRAW_INPUT = {}
+
+
+def _draw(job):
+    kind, key = job
+    report, rows, outdir = _DRAW_INPUT["report"], _DRAW_INPUT["rows"], _DRAW_INPUT["outdir"]
+    if kind == "budget":
+        return plot_budget_curves(report, key, outdir)
+    if kind == "memory":
+        return plot_memory(report, key, outdir)
+    if kind == "steps":
+        return plot_instance_steps(rows, key, outdir)
+    return plot_heatmaps(report, key, outdir)
+
+
+def draw_in_parallel(jobs, report, rows, outdir):
+    """_draw(job) for every job, in order, by forked workers where the platform forks."""
+    _DRAW_INPUT.update(report=report, rows=rows, outdir=outdir)
+    workers = min(len(jobs), os.cpu_count() or 1)
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [_draw(job) for job in jobs]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return pool.map(_draw, jobs, chunksize=1)
+
+
 def render_all(report, rows, outdir):
     """Every picture the report allows; returns [(path, caption, section)] in display order:
     budget curves, memory, one instance's missed mass, heatmaps (full and qevict first).
@@ -682,24 +722,24 @@ def render_all(report, rows, outdir):
     os.makedirs(outdir, exist_ok=True)
     out = []
     keys = report.tables()
-    for key in keys:
-        path = plot_budget_curves(report, key, outdir)
+    kinds = ["budget", "memory", "steps", "heatmaps"]
+    drawn = draw_in_parallel([(kind, key) for kind in kinds for key in keys], report, rows,
+                             outdir)
+    drawn = {kind: drawn[i * len(keys):(i + 1) * len(keys)] for i, kind in enumerate(kinds)}
+    for key, path in zip(keys, drawn["budget"]):
         if path:
             what = metric_label(report.metric(*key[:3]))
             out.append((path, f"{title_of(key)}: {what} vs budget (95% bands)",
                         "Quality vs budget"))
-    for key in keys:
-        path = plot_memory(report, key, outdir)
+    for key, path in zip(keys, drawn["memory"]):
         if path:
             out.append((path, f"{title_of(key)}: KV ledger, pool-reserved and RSS peaks vs "
                         "context length", "Bytes vs context length"))
-    for key in keys:
-        got = plot_instance_steps(rows, key, outdir)
+    for key, got in zip(keys, drawn["steps"]):
         if got:
             out.append((got[0], f"{title_of(key)}: missed attention mass per decode step, "
                         f"instance {got[1]}", "Missed attention mass of one instance"))
-    for key in keys:
-        maps = plot_heatmaps(report, key, outdir)
+    for key, maps in zip(keys, drawn["heatmaps"]):
         maps.sort(key=lambda pp: ["full", "qevict", "qevict-qa"].index(pp[0])
                   if pp[0] in ("full", "qevict", "qevict-qa") else 3)
         for policy, path in maps:
