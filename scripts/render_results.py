@@ -250,9 +250,9 @@ def base_policy(policy):
 
 
 def as_shipped(policy):
-    """A policy as the engine ships it: no variant options ("p:key=value"), no tagged run
-    ("p[tag]"). Only these are the baselines a verdict or a goal is counted against."""
-    return ":" not in policy and "[" not in policy
+    """A policy as the engine ships it (not pe.is_variant): the only baselines a verdict or a
+    goal is counted against."""
+    return not pe.is_variant(policy)
 
 
 def full_status(cell, metric):
