@@ -42,7 +42,7 @@ EvalOptions TinyGrid(const std::string& out) {
   EvalOptions o;
   o.model_path = testing::ReferenceModelPath();
   o.grid.tasks = {"niah"};
-  o.grid.lengths = {768};
+  o.grid.lengths = {512};
   o.grid.depths = {0.5};
   o.grid.seed = 3;
   o.settings.policies = {"full", "snapkv", "qevict", "mikv"};
@@ -89,7 +89,7 @@ TEST(EvalRunTest, ExportedTasksRunAsATaskFileWithTheSameAnswers) {
   std::ifstream in(file);
   std::vector<std::string> ids;
   for (std::string line; std::getline(in, line);) ids.push_back(json::parse(line)["id"]);
-  EXPECT_EQ(ids, (std::vector<std::string>{"niah-L768-d0.25-s0", "niah-L768-d0.75-s0"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"niah-L512-d0.25-s0", "niah-L512-d0.75-s0"}));
 
   o.export_tasks.clear();
   o.out_dir = generated;
@@ -145,7 +145,7 @@ TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
     }
     EXPECT_GE(r["accuracy"].get<double>(), 0.0);
     EXPECT_LE(r["accuracy"].get<double>(), 1.0);
-    EXPECT_GT(r["prompt_tokens"].get<int>(), 600);
+    EXPECT_GT(r["prompt_tokens"].get<int>(), 400);
     const double missed = r["missed_mass"].get<double>();
     EXPECT_GE(missed, 0.0);
     EXPECT_LE(missed, 1.0);
@@ -181,9 +181,9 @@ TEST(EvalRunTest, RowsCarryTheMetricsAndReproduce) {
     EXPECT_TRUE(c["metrics"].contains("missed_mass"));  // --shadow
   }
   EXPECT_EQ(s["cells"][0]["policy"], "full");
-  EXPECT_EQ(s["cells"][1]["length"], 768);
+  EXPECT_EQ(s["cells"][1]["length"], 512);
   EXPECT_EQ(s["cells"][2]["depth"], 0.5);
-  // Every pair of the four policies (full included), pooled and at 768 tokens.
+  // Every pair of the four policies (full included), pooled and at 512 tokens.
   ASSERT_EQ(s["comparisons"].size(), 6u * 2u);
   EXPECT_EQ(s["comparisons"][0]["a"], "full");
   EXPECT_EQ(s["comparisons"][0]["n"], 1);
@@ -209,6 +209,7 @@ TEST(EvalRunTest, CompletionPromptsEndWithTheAnswerPrefix) {
   const std::string dir = ::testing::TempDir() + "/qevict_eval_completion";
   EvalOptions o = TinyGrid(dir);
   o.grid.tasks = {"drift"};
+  o.grid.lengths = {768};  // four turns and their distractors need more than 512 tokens
   o.settings.policies = {"full", "qevict"};
   o.settings.prompt_style = PromptStyle::kCompletion;
   ASSERT_EQ(RunEval(o), 0);
@@ -255,6 +256,7 @@ TEST(EvalRunTest, ContextOnlyAsksEveryQuestionAfterTheContext) {
     const std::string name = EvalProtocolName(protocol);
     EvalOptions o = TinyGrid(::testing::TempDir() + "/qevict_eval_protocol_" + name);
     o.grid.tasks = {"drift"};
+    o.grid.lengths = {768};  // four turns and their distractors need more than 512 tokens
     o.settings.policies = {"full", "snapkv"};
     o.settings.bounded = false;
     o.settings.prompt_end = true;
@@ -385,8 +387,8 @@ TEST(EvalRunTest, ShardsPartitionTheInstances) {
     total += rows.size();
   }
   EXPECT_EQ(total, 3u);
-  EXPECT_EQ(seen, (std::set<std::string>{"niah-L768-d0.50-s0", "niah-L768-d0.50-s1",
-                                         "niah-L768-d0.50-s2"}));
+  EXPECT_EQ(seen, (std::set<std::string>{"niah-L512-d0.50-s0", "niah-L512-d0.50-s1",
+                                         "niah-L512-d0.50-s2"}));
 }
 
 TEST(EvalRunTest, TaskFileRunsEveryPolicyAndSkipsMalformedLines) {

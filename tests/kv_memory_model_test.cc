@@ -1,7 +1,7 @@
 // Memory that compression frees goes back to the OS, on the real model (docs/kv-cache.md,
 // "Memory"):
 //   - after every routing step the pools keep at most 1.25 x max(budget, floor) + 1 MiB mapped,
-//     for every policy, budgets 0.05-0.5, prompts of ~1k and ~3k tokens;
+//     for every policy, budgets 0.05 (below the floor), 0.2 and 0.5, a prompt of ~1.5k tokens;
 //   - a bounded prefill (routing between prompt chunks) keeps the process's resident memory
 //     near the budget: its RSS grows by about what the cache holds mapped, while the full
 //     cache's RSS grows by its whole fp16 KV.
@@ -53,9 +53,9 @@ void DecodeChecking(Session& s, std::span<const float> logits, int n) {
 TEST(KvMemoryModelTest, EveryPolicyKeepsOnlyWhatItsWindowsNeedMapped) {
   QEVICT_REQUIRE_MODEL(m);
   ThreadPool pool(2);
-  for (int length : {1000, 3000}) {
+  for (int length : {1500}) {
     const std::vector<int32_t> prompt = DocumentPrompt(*m, length);
-    const int n_new = 16;
+    const int n_new = 12;  // past one routing step (every 8 tokens)
     SessionOptions so;
     so.n_ctx = static_cast<int64_t>(prompt.size()) + n_new;
     KvConfig shared;  // geometry and parameters shared by the forks
@@ -78,7 +78,7 @@ TEST(KvMemoryModelTest, EveryPolicyKeepsOnlyWhatItsWindowsNeedMapped) {
     };
     for (const std::string& name : PolicyNames()) {
       if (name == "full") continue;
-      for (double budget : {0.05, 0.1, 0.2, 0.5}) {
+      for (double budget : {0.05, 0.2, 0.5}) {
         SCOPED_TRACE(name + " @ " + std::to_string(budget) + ", " +
                      std::to_string(prompt.size()) + " tokens");
         KvConfig c = shared;

@@ -54,16 +54,16 @@ Trace Greedy(const LoadedModel& m, const KvConfig& config, const std::vector<int
 TEST(KvPoliciesModelTest, BudgetOneReproducesFullBitForBit) {
   QEVICT_REQUIRE_MODEL(m);
   ThreadPool pool(2);
-  const std::vector<int32_t> prompt = LongPrompt(*m, 400);
+  const std::vector<int32_t> prompt = LongPrompt(*m, 250);
   KvConfig full;
   full.policy = "full";
-  const Trace reference = Greedy(*m, full, prompt, 24, pool);
+  const Trace reference = Greedy(*m, full, prompt, 16, pool);
   for (const char* name : {"streaming", "h2o", "tova", "snapkv", "mikv", "qevict", "qevict-qa"}) {
     SCOPED_TRACE(name);
     KvConfig c;
     c.policy = name;
     c.budget = 1.0;
-    const Trace t = Greedy(*m, c, prompt, 24, pool);
+    const Trace t = Greedy(*m, c, prompt, 16, pool);
     ASSERT_EQ(t.tokens, reference.tokens);
     for (size_t i = 0; i < t.logits.size(); ++i) {
       ASSERT_EQ(0, std::memcmp(t.logits[i].data(), reference.logits[i].data(),
@@ -78,7 +78,7 @@ TEST(KvPoliciesModelTest, BudgetOneReproducesFullBitForBit) {
 TEST(KvPoliciesModelTest, ResidentBytesStayUnderBudget) {
   QEVICT_REQUIRE_MODEL(m);
   ThreadPool pool(2);
-  const std::vector<int32_t> prompt = LongPrompt(*m, 500);
+  const std::vector<int32_t> prompt = LongPrompt(*m, 320);
   for (const std::string& name : PolicyNames()) {
     if (name == "full") continue;
     for (double budget : {0.15}) {
@@ -86,7 +86,7 @@ TEST(KvPoliciesModelTest, ResidentBytesStayUnderBudget) {
       KvConfig c;
       c.policy = name;
       c.budget = budget;
-      const Trace t = Greedy(*m, c, prompt, 32, pool);
+      const Trace t = Greedy(*m, c, prompt, 24, pool);
       for (const KvStats& s : t.stats) {
         ASSERT_GT(s.budget_bytes, 0);
         if (s.infeasible) {

@@ -117,7 +117,7 @@ class PromptCachePolicyTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(PromptCachePolicyTest, RestoredConversationContinuesExactly) {
   QEVICT_REQUIRE_MODEL(m);
   const KvConfig config = Config(GetParam(), GetParam() == "full" ? 1.0 : 0.25);
-  const int64_t quant = SaveRestoreContinue(*m, config, 60);
+  const int64_t quant = SaveRestoreContinue(*m, config, 36);
   if (GetParam() == "qevict" || GetParam() == "mikv" || GetParam() == "qevict-qa") {
     EXPECT_GT(quant, 0) << "the 2-bit tier was not exercised";
   }
@@ -184,7 +184,7 @@ class PromptCacheFileTest : public ::testing::Test {
     config_ = Config("qevict", 0.2);
     key_ = MakePromptCacheKey(testing::ReferenceModelPath(), config_);
     path_ = TempPath("file");
-    prompt_ = m_->EncodeRaw(Document(40));
+    prompt_ = m_->EncodeRaw(Document(28));
     Conversation c(*m_->model, pool_, Options(2048), testing::PolicyCacheFactory(config_));
     const TurnStart start = c.Prefill(prompt_, 8);
     logits_.assign(start.logits.begin(), start.logits.end());
