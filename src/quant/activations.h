@@ -12,7 +12,9 @@
 //     qs      int8[n]
 //     d       float[n/256]     one scale per super-block
 //     bsums   int16[n/16]      sum of each 16 consecutive qs
-//   kQ8Block32Interleaved (partner of Q4_0 and Q4_1 in the AVX-512 kernels): the blocks of
+//   kQ8Block32Interleaved (partner of Q4_0, Q4_1, Q5_0 and Q5_1 in the AVX-512 kernels and in
+//   the AVX2 kernels of several tokens; the AVX2 ones read each 64-byte chunk as two halves of
+//   eight blocks): the blocks of
 //   kQ8Block32; each full group of 16 blocks interleaved so that one 64-byte load holds four
 //   consecutive codes of each of the 16 blocks (one 32-bit lane per block), the remaining
 //   n/32 % 16 blocks in plain order after them:

@@ -34,7 +34,7 @@ DotKernel SelectDotKernel(GgmlType weight_type, SimdLevel level, DotShape shape)
   DotKernel kernel;
 #if defined(__x86_64__)  // the hand-written x86 files (elsewhere the level is always portable)
   if (level >= SimdLevel::kAvx512) kernel = vec_dot::Avx512Kernel(weight_type, shape);
-  if (kernel.tile == nullptr && level >= SimdLevel::kAvx2) kernel = vec_dot::Avx2Kernel(weight_type);
+  if (kernel.tile == nullptr && level >= SimdLevel::kAvx2) kernel = vec_dot::Avx2Kernel(weight_type, shape);
 #endif
   if (kernel.tile == nullptr) kernel = vec_dot::PortableKernel(weight_type);
   QEVICT_CHECK(kernel.tile != nullptr);

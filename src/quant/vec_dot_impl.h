@@ -9,7 +9,7 @@ namespace qevict::vec_dot {
 // Kernels of each level (tile null where the level has no specialised version of that type),
 // with the activation format each one reads.
 DotKernel PortableKernel(GgmlType weight_type);
-DotKernel Avx2Kernel(GgmlType weight_type);
+DotKernel Avx2Kernel(GgmlType weight_type, DotShape shape);
 DotKernel Avx512Kernel(GgmlType weight_type, DotShape shape);
 // The activation format of the portable kernels (and of most SIMD ones).
 ActivationFormat PartnerFormat(GgmlType weight_type);

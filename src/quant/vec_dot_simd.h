@@ -12,6 +12,7 @@
 namespace qevict::vec_dot {
 
 namespace avx2 {
+DotTileFn InterleavedBlock32Tile(GgmlType weight_type);  // Q4_0, Q4_1, Q5_0, Q5_1 (kQ8Block32Interleaved)
 DotTileFn LegacyTile(GgmlType weight_type);   // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
 DotTileFn KQuantTile(GgmlType weight_type);   // Q4_K, Q5_K, Q6_K
 DotTileFn FloatTile(GgmlType weight_type);    // F32, F16, BF16

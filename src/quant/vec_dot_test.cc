@@ -130,6 +130,14 @@ TEST(VecDotTest, SelectionHonoursTheRequestedLevel) {
     }
   }
   EXPECT_EQ(SelectDotKernel(GgmlType::kQ4_1, SimdLevel::kPortable).activation, ActivationFormat::kQ8Block32);
+  if (DetectedSimdLevel() >= SimdLevel::kAvx2) {  // both AVX2 kernels are reached (and so tested)
+    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1}) {
+      EXPECT_EQ(SelectDotKernel(type, SimdLevel::kAvx2, DotShape::kTiles).activation,
+                ActivationFormat::kQ8Block32Interleaved);
+      EXPECT_EQ(SelectDotKernel(type, SimdLevel::kAvx2, DotShape::kSingleRow).activation,
+                ActivationFormat::kQ8Block32);
+    }
+  }
   if (DetectedSimdLevel() >= SimdLevel::kAvx512) {  // both Q5 kernels are reached (and so tested)
     for (GgmlType type : {GgmlType::kQ5_0, GgmlType::kQ5_1}) {
       EXPECT_EQ(SelectDotKernel(type, SimdLevel::kAvx512, DotShape::kTiles).activation,
