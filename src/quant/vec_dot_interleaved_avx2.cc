@@ -14,32 +14,18 @@
 // scales and constant terms: against one conversion and one multiply-add per block in the
 // plain-order kernel (vec_dot_legacy_avx2.cc). The weight side is shared by the tokens of a
 // pass. The last n/32 % 16 blocks (plain order) are done one at a time.
-#include "quant/simd_helpers_avx2.h"
+#include "quant/block32_avx2.h"
 #include "quant/vec_dot_simd.h"
 
 namespace qevict::vec_dot::avx2 {
 namespace {
 
-struct Q4_0Format {
-  static constexpr int kBlockBytes = 18, kQsOffset = 2, kQhOffset = -1;
-  static constexpr bool kHasMin = false;
-  static constexpr float kOffset = -8.0f;
-};
-struct Q4_1Format {
-  static constexpr int kBlockBytes = 20, kQsOffset = 4, kQhOffset = -1;
-  static constexpr bool kHasMin = true;
-  static constexpr float kOffset = 0.0f;
-};
-struct Q5_0Format {
-  static constexpr int kBlockBytes = 22, kQsOffset = 6, kQhOffset = 2;
-  static constexpr bool kHasMin = false;
-  static constexpr float kOffset = -16.0f;
-};
-struct Q5_1Format {
-  static constexpr int kBlockBytes = 24, kQsOffset = 8, kQhOffset = 4;
-  static constexpr bool kHasMin = true;
-  static constexpr float kOffset = 0.0f;
-};
+using block32::HalvesToFloat;
+using block32::LoadBlock;
+using block32::Q4_0Format;
+using block32::Q4_1Format;
+using block32::Q5_0Format;
+using block32::Q5_1Format;
 
 template <int T>
 struct ActPointers {
@@ -49,13 +35,6 @@ struct ActPointers {
 };
 
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-// fp16 halves at bit 0 (shift 0) or bit 16 (shift 16) of eight dwords, as floats.
-inline __m256 HalvesToFloat(__m256i dwords, int shift) {
-  const __m256i h = shift ? _mm256_srli_epi32(dwords, 16) : _mm256_and_si256(dwords, _mm256_set1_epi32(0xffff));
-  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08);
-  return _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
-}
 
 // The weight side of 8 consecutive blocks at base: scales d, constant terms m (the min, or
 // offset * d), and the codes in interleaved order (lo[k]: elements 4k..4k+3 of each block in
@@ -130,23 +109,6 @@ inline __m256i HalfDot(const HalfGroup<F>& g, const int8_t* q) {
   }
 }
 
-// The codes of one plain-order block in element order, unsigned.
-template <class F>
-inline __m256i LoadPlainBlock(const uint8_t* blk) {
-  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + F::kQsOffset)));
-  __m256i v = _mm256_and_si256(_mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
-  if constexpr (F::kQhOffset >= 0) {
-    // Byte i gets bit i of qh: spread qh byte k over bytes 8k..8k+7, test one bit in each.
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(static_cast<int>(Load32(blk + F::kQhOffset))),
-        _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
-    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-    v = _mm256_or_si256(v, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
-  }
-  return v;
-}
-
 template <class F, int T>
 inline void RowDot(int64_t nb, const uint8_t* w, const ActPointers<T>& a, float out[T]) {
   __m256 acc[T];
@@ -168,7 +130,7 @@ inline void RowDot(int64_t nb, const uint8_t* w, const ActPointers<T>& a, float 
   float tail_const[T] = {};
   for (int64_t b = 16 * full_groups; b < nb; ++b) {
     const uint8_t* blk = w + b * F::kBlockBytes;
-    const __m256i wq = LoadPlainBlock<F>(blk);
+    const __m256i wq = LoadBlock<F>(blk);
     const float dw = LoadHalf(blk);
     const float mw = F::kHasMin ? LoadHalf(blk + 2) : dw * F::kOffset;
     for (int t = 0; t < T; ++t) {
