@@ -877,7 +877,7 @@ def test_sessions_come_and_go_under_the_memory_limit(args):
         # Drops start after about four conversations: 14 make ten of them (the Release run;
         # about 16 s on a 2-core 2 GHz machine); under ASan, where each prefill is several
         # times slower, 8 make four.
-        count = 14 if args.sanitized else 14
+        count = 8 if args.sanitized else 14
         with ThreadPoolExecutor(max_workers=2) as pool:
             results = list(pool.map(conversation, range(count)))
         stop.set()
