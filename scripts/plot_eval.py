@@ -232,6 +232,7 @@ def run_report(binary, dirs, summaries=None):
             summary = finish_qevict_report(one)
             for item in summary["cells"] + summary["comparisons"]:
                 item["model"] = item.get("model") or model
+                item["prompt_style"] = style_key(item.get("prompt_style"), item.get("protocol"))
             cells += summary["cells"]
             comparisons += summary["comparisons"]
             rows += summary.get("rows", 0)
@@ -296,7 +297,39 @@ def mode_label(mode):
 
 def title_of(key):
     model, task, style, mode = key
-    return f"{model} · {task} · {style} prompts · {mode_label(mode)}"
+    return f"{model} · {task} · {style_text(style)} · {mode_label(mode)}"
+
+
+# The protocol (when the questions arrive) is a condition of the prompt like its style: rows of
+# the context-only protocol never share a table, a full-cache reference or a verdict with the
+# question-in-prompt ones. It travels in the style key ("completion|context-only"); the
+# question-in-prompt protocol, the default, adds nothing, so keys of its pages stay as they were.
+CONTEXT_ONLY = "context-only"
+
+
+def style_key(style, protocol):
+    """The prompt style of a cell, comparison or row with its protocol folded in."""
+    style = style or "chat"
+    return f"{style}|{CONTEXT_ONLY}" if protocol == CONTEXT_ONLY else style
+
+
+def row_style(row):
+    return style_key(row.get("prompt_style"), row.get("protocol"))
+
+
+def style_short(style):
+    """"completion", or "completion, context-only protocol"."""
+    base, _, protocol = style.partition("|")
+    return f"{base}, {protocol} protocol" if protocol else base
+
+
+def style_text(style):
+    """"completion prompts", or with the context-only protocol said."""
+    base, _, protocol = style.partition("|")
+    text = f"{base} prompts"
+    if protocol == CONTEXT_ONLY:
+        text += " · context-only protocol (questions asked after compression)"
+    return text
 
 
 def policy_style(policy, all_policies=()):
@@ -649,7 +682,7 @@ def _step_rows(rows, key):
     """Rows of a table key with a per-step missed-mass list."""
     model, task, style, mode = key
     return [r for r in rows if r.get("_model") == model and r.get("task") == task
-            and (r.get("prompt_style") or "chat") == style
+            and row_style(r) == style
             and r.get("prefill_mode", "prompt-end") == mode
             and isinstance(r.get("missed_mass_steps"), list) and r["missed_mass_steps"]
             and not is_variant(str(r.get("policy")))]

@@ -145,10 +145,15 @@ def seed_text(seed):
             "1000-1099)")
 
 
+def where_mode(style, mode):
+    """The prefill mode of a goal line, with the protocol when it is the context-only one."""
+    return f"{mode}, {pe.CONTEXT_ONLY}" if style.endswith("|" + pe.CONTEXT_ONLY) else mode
+
+
 def key_title(key):
     """Heading of a (model, task, style, mode) key."""
     model, task, style, mode = key
-    return f"{model} · {task} · {style} prompts · {MODE_TITLES.get(mode, mode)}"
+    return f"{model} · {task} · {pe.style_text(style)} · {MODE_TITLES.get(mode, mode)}"
 
 
 # ----------------------------------------------------------------------------- runs
@@ -308,12 +313,14 @@ def run_line(i, run):
                                               for r in run.rows} - {"full"})
     style = s.get("prompt_style") or ", ".join(sorted({r.get("prompt_style") or "chat"
                                                        for r in run.rows}))
+    protocols = sorted({r.get("protocol") for r in run.rows} - {None})
     mode_text = "; ".join(MODE_TITLES.get(m, m) for m in modes)
     return [f"{i}. {md_code(str(s.get('command', '(no summary.json)')))}",
             f"   - run `{run.name}`, {len(run.rows)} rows; model "
             f"{md_code(str(s.get('model', '?')))}; {seed_text(s.get('seed'))}; threads "
             f"{s.get('threads', '?')}; started {s.get('started', '?')}; wall time "
-            f"{fmt_duration(pe.num(s.get('wall_s')))}; prompt style {style or 'chat'}; prefill "
+            f"{fmt_duration(pe.num(s.get('wall_s')))}; prompt style {style or 'chat'}; "
+            f"{'protocol ' + ', '.join(protocols) + '; ' if protocols else ''}prefill "
             f"mode{'s' if len(modes) > 1 else ''} {mode_text or '?'}"]
 
 
@@ -364,14 +371,14 @@ def section_full(page):
                    "the full cache fails": f"**fails** (< {FULL_FAILS_BELOW:g}): excluded",
                    }.get(status, f"{status}: excluded")
         value = fmt_stat(s) if metric == "accuracy" else f"reference for {metric}"
-        body.append([model, task, style, fmt_length(length), value,
+        body.append([model, task, pe.style_short(style), fmt_length(length), value,
                      str(cell["n"]) if cell else "0", verdict])
         if status not in ("passes", "reference"):
             failing.append((model, task, style, length, s, status))
     out += md_table(["model", "task", "prompt style", "length", "full-cache accuracy [95%]", "n",
                      "verdict"], body) + [""]
     for model, task, style, length, s, status in failing:
-        what = f"{task} @ {fmt_length(length)} ({model}, {style} prompts)"
+        what = f"{task} @ {fmt_length(length)} ({model}, {pe.style_text(style)})"
         out += [f"**Excluded from every verdict: {what}: {status}"
                 + (f", accuracy {fmt_stat(s)}, n = {s['n']}" if s else "") + ".**", ""]
     return out
@@ -452,7 +459,7 @@ def goal_a(page):
             if parts is None:
                 continue
             found = True
-            where = f"{task} @ {fmt_length(length)} ({model}, {mode})"
+            where = f"{task} @ {fmt_length(length)} ({model}, {where_mode(style, mode)})"
             why = page.excluded(model, task, style, length)
             if why:
                 out.append(f"- excluded: {where}: {why}.")
@@ -492,7 +499,7 @@ def goal_b(page):
             if not cs:
                 continue
             found = True
-            where = f"{task} @ {fmt_length(length)} ({model}, {mode})"
+            where = f"{task} @ {fmt_length(length)} ({model}, {where_mode(style, mode)})"
             why = page.excluded(model, task, style, length)
             if why:
                 out.append(f"- excluded: {where}: {why}.")
@@ -551,7 +558,7 @@ def goal_c(page):
                 found = True
                 label, text = goal_c_line(page, key, length, b)
                 out.append(f"- {label} {task} @ {fmt_length(length)}, budget "
-                           f"{pe.fmt_budget(b)} ({model}, {mode}): {text}.")
+                           f"{pe.fmt_budget(b)} ({model}, {where_mode(style, mode)}): {text}.")
     if not found:
         out.append("- **NOT EVALUATED**: no ppl rows of qevict.")
     return out + [""]
@@ -624,7 +631,7 @@ def metric_table(page, key, length, metric):
                  else "no full-cache value")
     why = page.excluded(model, task, style, length)
     caption = (f"{pe.metric_label(metric)[0].upper() + pe.metric_label(metric)[1:]}, mean [95% "
-               f"interval]; {style} prompts; {full_text}; n = {n} instances per cell unless "
+               f"interval]; {pe.style_text(style)}; {full_text}; n = {n} instances per cell unless "
                "noted." + (f" **Excluded from every verdict: {why}.**" if why else ""))
     body = [[policy_label(p)] + [cell_text(page.report.cell(model, task, style, mode, p, b,
                                                             length), metric, n)
@@ -655,7 +662,7 @@ def table_title(key, length):
     """Heading of one table: model, task @ length, prompt style, prefill mode."""
     model, task, style, mode = key
     where = task if length is None else f"{task} @ {length} tokens"
-    return f"{model} · {where} · {style} prompts · {MODE_TITLES.get(mode, mode)}"
+    return f"{model} · {where} · {pe.style_text(style)} · {MODE_TITLES.get(mode, mode)}"
 
 
 # ----------------------------------------------------------------------------- memory
@@ -741,7 +748,7 @@ def wins_block(page, policy, group, cs):
         if v["outcome"] != "none":
             lines.append(verdict_line(c, v, policy))
     model, style, mode = group
-    out = [f"### {model} · {style} prompts · {MODE_TITLES.get(mode, mode)}", ""]
+    out = [f"### {model} · {pe.style_text(style)} · {MODE_TITLES.get(mode, mode)}", ""]
     out += lines or [f"No comparison of {policy} has a verdict here: no detectable "
                      "difference anywhere."]
     out += [""] + (tally_table(tally) if tally else ["Nothing to tally."]) + [""]
@@ -809,7 +816,7 @@ def section_ablations(page):
     for (model, style, mode), cs in groups.items():
         cs = sorted(cs, key=lambda c: (c["task"], c["length"] or 0, c["budget"], c["a"],
                                        c["b"]))
-        out += [f"### {model} · {style} prompts · {MODE_TITLES.get(mode, mode)}", ""]
+        out += [f"### {model} · {pe.style_text(style)} · {MODE_TITLES.get(mode, mode)}", ""]
         out += md_table(["task", "length", "budget", "a", "b", "a − b [95%]", "pairs",
                          "McNemar p", "verdict"], [ablation_row(page, c) for c in cs]) + [""]
     return out

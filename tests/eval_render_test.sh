@@ -132,6 +132,18 @@ for r in rows:
 write("run_base", old, dict(summary, command="build/qevict eval -m models/base.gguf "
                             "--prompt-style completion --tasks niah --out run_base",
                             model="models/base.gguf", seed=1042, prompt_style="completion"))
+# The same model and instances in the context-only protocol (questions asked after compression):
+# the full cache and snapkv answer every one, qevict none. Its cells, full-cache reference and
+# verdicts are its own: the question-in-prompt verdicts above must not change.
+ctx = []
+for r in rows:
+    if r["task"] == "niah" and r["target_tokens"] == 1024 and r["policy"] in ("full", "snapkv",
+                                                                              "qevict"):
+        ok = r["policy"] != "qevict"
+        ctx.append(dict(r, protocol="context-only", accuracy=1.0 if ok else 0.0,
+                        turns=[dict(r["turns"][0], correct=ok)]))
+write("run_ctx", ctx, dict(summary, command="build/qevict eval -m models/test.gguf "
+                           "--protocol context-only --tasks niah --out run_ctx"))
 PYEOF
 
 render() {  # render NAME ARGS...: render_results.py in $TMP, log in NAME.log
@@ -152,11 +164,13 @@ done
 ls "$TMP/run/plots" | grep -q "recovery" && fail "plot_eval.py drew an ablation variant"
 
 # Two renders with --commit-rows, then one from the committed rows alone: the same page.
-render r1 --out docs/results.md --images docs/results --commit-rows docs/results run run_base
+render r1 --out docs/results.md --images docs/results --commit-rows docs/results run run_base \
+  run_ctx
 cp -r "$TMP/docs" "$TMP/docs1"
-render r2 --out docs/results.md --images docs/results --commit-rows docs/results run run_base
+render r2 --out docs/results.md --images docs/results --commit-rows docs/results run run_base \
+  run_ctx
 render r3 --out docs/results.md --images docs/results docs/results/runs/run \
-  docs/results/runs/run_base
+  docs/results/runs/run_base docs/results/runs/run_ctx
 MD=$TMP/docs1/results.md
 [ -s "$MD" ] || fail "no results.md"
 for f in "$TMP"/docs1/results/*.png "$TMP"/docs1/results/runs/*/*; do
@@ -165,7 +179,7 @@ for f in "$TMP"/docs1/results/*.png "$TMP"/docs1/results/runs/*/*; do
 done
 cmp -s "$MD" "$TMP/docs/results.md" \
   || fail "the page from the committed rows differs: $(diff "$MD" "$TMP/docs/results.md" | head)"
-for run in run run_base; do
+for run in run run_base run_ctx; do
   [ -s "$TMP/docs1/results/runs/$run/rows.jsonl.gz" ] || fail "no committed rows of $run"
   cmp -s "$TMP/$run/summary.json" "$TMP/docs1/results/runs/$run/summary.json" \
     || fail "committed summary.json of $run differs"
@@ -185,8 +199,8 @@ has "$MD" "--tasks niah,ppl"
 has "$MD" "seed 1 (the test seed)"
 has "$MD" "seed 1042 (a development seed"
 has "$MD" "bounded: prefilled in 512-token chunks under the budget"
-has "$MD" " docs/results/runs/run docs/results/runs/run_base"
-has "$MD" "merged $((36 * 15 * 2 + 12 * 7 + 36 * 5)) rows"
+has "$MD" " docs/results/runs/run docs/results/runs/run_base docs/results/runs/run_ctx"
+has "$MD" "merged $((36 * 15 * 2 + 12 * 7 + 36 * 5 + 36 * 5)) rows"
 
 # The verdicts: one clear win each, nothing for the small difference, nothing where the full
 # cache fails.
@@ -216,6 +230,16 @@ grep -qE "^\| test \| niah \| chat \| 2048 \| 0\.50 \[0\.[0-9]+, 0\.[0-9]+\] \| 
 has "$MD" "### base · niah @ 1024 tokens · completion prompts"
 has "$MD" "### test · niah @ 1024 tokens · chat prompts"
 has "$MD" "- qevict beats snapkv on niah @ 1024, budget 0.05: +66.7 points"
+# The context-only protocol: its own table, full-cache reference, goal line and verdicts; the
+# question-in-prompt ones above are unchanged by its rows.
+CTX="context-only protocol (questions asked after compression)"
+has "$MD" "### test · niah @ 1024 tokens · chat prompts · $CTX · bounded"
+has "$MD" "### test · chat prompts · $CTX · bounded"
+has "$MD" "- qevict loses to snapkv on niah @ 1024, budget 0.05: -100.0 points ["
+has "$MD" "- **MISSED** niah @ 1024 (test, bounded, context-only):"
+grep -qE "^\| test \| niah \| chat, context-only protocol \| 1024 \| 1\.00 \[0\.[89][0-9], 1\.00\] \| 36 \| passes" "$MD" \
+  || fail "the full-cache table lacks the context-only protocol's own reference"
+has "$MD" "protocol context-only; prefill mode"
 # Intervals in the tables; infeasible marked.
 grep -qE "^\| \*\*qevict\*\* \| 1\.00 \[0\.[89][0-9], 1\.00\] \| 1\.00 \[0\.[89][0-9], 1\.00\] \|$" "$MD" \
   || fail "no qevict row with intervals in the niah tables"
