@@ -15,6 +15,7 @@
 // plain-order kernel (vec_dot_legacy_avx2.cc). The weight side is shared by the tokens of a
 // pass. The last n/32 % 16 blocks (plain order) are done one at a time.
 #include "quant/block32_avx2.h"
+#include "quant/tile_passes.h"
 #include "quant/vec_dot_simd.h"
 
 namespace qevict::vec_dot::avx2 {
@@ -163,18 +164,11 @@ void Rows(int64_t n, const uint8_t* w, size_t w_stride, int n_rows, const uint8_
 template <class F>
 void Tile(int64_t n, const uint8_t* w, size_t w_stride, int n_rows, const uint8_t* act, size_t act_stride,
           int n_tok, float* out, int64_t out_stride) {
-  // At most four tokens per pass (eight weight registers and the accumulators fit the sixteen
-  // ymm registers); larger tiles are done in passes that decode the weights again.
-  for (int t0 = 0; t0 < n_tok; t0 += 4) {
-    const uint8_t* a = act + t0 * act_stride;
-    float* o = out + t0 * out_stride;
-    switch (n_tok - t0) {
-      case 1: Rows<F, 1>(n, w, w_stride, n_rows, a, act_stride, o, out_stride); break;
-      case 2: Rows<F, 2>(n, w, w_stride, n_rows, a, act_stride, o, out_stride); break;
-      case 3: Rows<F, 3>(n, w, w_stride, n_rows, a, act_stride, o, out_stride); break;
-      default: Rows<F, 4>(n, w, w_stride, n_rows, a, act_stride, o, out_stride); break;
-    }
-  }
+  TileInPassesOfFour(act, act_stride, n_tok, out, out_stride,
+                     [&](auto tokens, const uint8_t* a, float* o) {
+                       Rows<F, decltype(tokens)::value>(n, w, w_stride, n_rows, a, act_stride, o,
+                                                            out_stride);
+                     });
 }
 
 }  // namespace
