@@ -176,6 +176,26 @@ std::string NiahNeedle(const std::string& key, const std::string& value) {
   return "The special magic number for " + key + " is " + value + ".";
 }
 
+SpreadNeedles FourSpreadNeedles(const TaskInstance& instance, TaskResources& resources, Rng& rng) {
+  constexpr int kNeedles = 4;
+  SpreadNeedles out;
+  out.keys = DistinctKeys(rng, kNeedles);
+  out.values = DistinctNumbers(rng, kNeedles, 7);
+  std::vector<Needle> needles;
+  for (int i = 0; i < kNeedles; ++i) {
+    const double depth = i == 0 ? instance.depth : std::fmod(instance.depth + 0.25 * i, 1.0);
+    needles.push_back(Needle{NiahNeedle(out.keys[i], out.values[i]), depth});
+  }
+  out.task.task = instance.task;
+  out.task.id = instance.id;
+  out.task.kind = TaskKind::kQuestions;
+  out.task.context =
+      BuildNeedleContext(instance, resources, resources.prose(), kNiahInstruction, needles);
+  out.task.target_tokens = instance.length;
+  out.task.depth = instance.depth;
+  return out;
+}
+
 std::string NiahQuestion(const std::string& key) {
   return "What is the special magic number for " + key +
          " mentioned in the text? Answer with the number only.";

@@ -121,6 +121,16 @@ std::string NiahQuestion(const std::string& key);
 // ("The special magic number for KEY is").
 EvalTurn NiahTurn(const std::string& key, const std::string& value);
 
+// multikey's and multiquery's needles: four NiahNeedles with distinct keys and 7-digit values
+// (drawn from rng in that order), the first at the grid depth and the others a quarter of the
+// context apart from it (wrapping around), in a questions task of the instance whose turns,
+// answer length and depth the caller sets.
+struct SpreadNeedles {
+  std::vector<std::string> keys, values;
+  EvalTask task;
+};
+SpreadNeedles FourSpreadNeedles(const TaskInstance& instance, TaskResources& resources, Rng& rng);
+
 // A question-task context of about instance.length tokens: an instruction paragraph, then the
 // haystack with the needles inserted at their depths (fractions of the text after the
 // instruction, which is a few dozen tokens).
