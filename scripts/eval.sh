@@ -35,7 +35,7 @@ OUT=${OUT:-eval-out}
 THREADS=${THREADS:-$(nproc)}
 SEED=${SEED:-1}
 QUICK=${QUICK:-0}
-PART=${PART:-headline}  # headline (make eval), long (make eval-long) or extra (make eval-extra)
+PART=${PART:-headline}  # headline (make eval), long (make eval-long), extra (make eval-extra), qa (make eval-qa)
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
@@ -86,6 +86,24 @@ if [ "$PART" = headline ]; then
   run gemma-drift-4k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 4096 --tasks drift --samples 30
   run gemma-drift-8k "$GEMMA" "${PE[@]}" --budgets 0.3,0.5 --lengths 8192 --tasks drift --samples 30 \
     --policies full,streaming,h2o,tova,snapkv,pyramidkv,kivi,mikv,qevict,qevict-qa
+elif [ "$PART" = qa ]; then
+  # Issue 20's score sources (docs/results-query-agnostic.md): reconstruction (qevict-zip,
+  # kvzip), expected attention, key norm, and the cumulative and query-aware attention of
+  # qevict and qevict-qa, with SnapKV and H2O, at budgets 0.05 and 0.1, 30 a cell, in both
+  # protocols: context-only (every question asked after compression, the setting a
+  # query-agnostic score is for) and question-in-prompt. Each run 7-18 min on 2 cores.
+  TOTAL=6
+  QA=(--budgets 0.05,0.1 --policies qevict,qevict-qa,snapkv,h2o,qevict-zip,kvzip,qevict-zip:score_source=key-norm,qevict-zip:score_source=expected-attention,kvzip:score_source=key-norm)
+  for proto in context-only question-in-prompt; do
+    short=qip
+    [ "$proto" = context-only ] && short=ctx
+    run "qa-smol-niah-$short" "$SMOL" "${PE[@]}" "${QA[@]}" --protocol "$proto" --tasks niah \
+      --lengths 2048 "${DEPTHS10[@]}"
+    run "qa-smol-niah-4k-$short" "$SMOL" "${PE[@]}" "${QA[@]}" --protocol "$proto" --tasks niah \
+      --lengths 4096 "${DEPTHS10[@]}"
+    run "qa-smol-drift-$short" "$SMOL" "${PE[@]}" "${QA[@]}" --protocol "$proto" --tasks drift \
+      --lengths 2048 --samples 30
+  done
 elif [ "$PART" = long ]; then
   TOTAL=4
   # At 16k tokens the rings are 14% of the cache: budgets from 0.2. Needles with every default
@@ -118,9 +136,11 @@ else
   run bits4 "$SMOL" "${PE[@]}" "${ABLATION[@]}" --tag bits4 --kv-bits 4 --policies qevict,qevict-qa,mikv,kivi
 fi
 
-# This part's rows are committed under docs/results/runs/ (gzipped, with their summary.json);
-# the page is rendered from every committed run, this part's and the other's.
-"$PY" scripts/render_results.py --qevict "$BIN" --commit-rows docs/results \
+# This part's rows are committed under docs/results/runs/ (docs/results-qa/runs/ for the qa
+# part; gzipped, with their summary.json); the pages are rendered from every committed run.
+DEST=docs/results
+[ "$PART" = qa ] && DEST=docs/results-qa
+"$PY" scripts/render_results.py --qevict "$BIN" --commit-rows "$DEST" \
   --out "$OUT/results-this-part.md" --images "$OUT/results-this-part" "${RUNS[@]}"
 BIN=$BIN scripts/render_results.sh
-echo "rows committed under docs/results/runs/; docs/results.md regenerated from all of them"
+echo "rows committed under $DEST/runs/; docs/results.md and docs/results-query-agnostic-test.md regenerated"
