@@ -317,18 +317,24 @@ def row_style(row):
     return style_key(row.get("prompt_style"), row.get("protocol"))
 
 
+def split_style(style):
+    """(prompt style, protocol) of a style key; the protocol is "" for question-in-prompt."""
+    base, _, protocol = style.partition("|")
+    return base, protocol
+
+
 def style_short(style):
     """"completion", or "completion, context-only protocol"."""
-    base, _, protocol = style.partition("|")
+    base, protocol = split_style(style)
     return f"{base}, {protocol} protocol" if protocol else base
 
 
 def style_text(style):
     """"completion prompts", or with the context-only protocol said."""
-    base, _, protocol = style.partition("|")
+    base, protocol = split_style(style)
     text = f"{base} prompts"
-    if protocol == CONTEXT_ONLY:
-        text += " · context-only protocol (questions asked after compression)"
+    if protocol:
+        text += f" · {protocol} protocol (questions asked after compression)"
     return text
 
 

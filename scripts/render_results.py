@@ -147,7 +147,8 @@ def seed_text(seed):
 
 def where_mode(style, mode):
     """The prefill mode of a goal line, with the protocol when it is the context-only one."""
-    return f"{mode}, {pe.CONTEXT_ONLY}" if style.endswith("|" + pe.CONTEXT_ONLY) else mode
+    protocol = pe.split_style(style)[1]
+    return f"{mode}, {protocol}" if protocol else mode
 
 
 def key_title(key):
