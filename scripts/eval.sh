@@ -39,19 +39,54 @@ PART=${PART:-headline}  # headline (make eval), long (make eval-long), extra (ma
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
+# Sharded runs (SHARDS=N, default 4 for PART=long, 1 otherwise): each run is N contiguous blocks
+# of its instances (qevict eval --shard K/N), each into $OUT/NAME/shard-K with --resume, so a
+# run that is interrupted and started again keeps every row written and loses only the instance
+# in flight. With COMMIT_SHARDS=1 each finished shard's rows are committed at once (git) under
+# $DEST/runs/NAME-shard-K/, so an interrupted afternoon loses one shard, not the run. The
+# renderer pools the shards' rows like those of one run (same cells, same seed). FRESH=1 drops
+# the shard directories of an earlier build first (published rows all come from one build).
+SHARDS=${SHARDS:-1}
+[ "$PART" = long ] && SHARDS=${SHARDS_LONG:-4}
+COMMIT_SHARDS=${COMMIT_SHARDS:-0}
+FRESH=${FRESH:-0}
+DEST=docs/results
+[ "$PART" = qa ] && DEST=docs/results-qa
+
 RUNS=()
 STEP=0
 TOTAL=0
 # run NAME MODEL ARGS...: one qevict eval into $OUT/NAME, started over when it holds rows of an
-# earlier run (--overwrite: published rows all come from one build; --resume would keep old ones).
+# earlier run (--overwrite: published rows all come from one build; --resume would keep old ones);
+# with SHARDS > 1, N resumable shards as above.
 run() {
   local name=$1 model=$2
   shift 2
   STEP=$((STEP + 1))
   echo "== [$STEP/$TOTAL] qevict eval: $name ($(date -u +%H:%M:%S) UTC)"
-  "$BIN" eval -m "$model" --threads "$THREADS" --seed "$SEED" --prompt-style completion \
-    --overwrite --out "$OUT/$name" "$@"
-  RUNS+=("$OUT/$name")
+  if [ "$SHARDS" -le 1 ]; then
+    "$BIN" eval -m "$model" --threads "$THREADS" --seed "$SEED" --prompt-style completion \
+      --overwrite --out "$OUT/$name" "$@"
+    RUNS+=("$OUT/$name")
+    return
+  fi
+  [ "$FRESH" = 1 ] && rm -rf "${OUT:?}/$name"
+  local k dir
+  for ((k = 0; k < SHARDS; k++)); do
+    dir=$OUT/$name/$name-shard-$k
+    echo "   shard $k/$SHARDS into $dir ($(date -u +%H:%M:%S) UTC)"
+    mkdir -p "$dir"
+    "$BIN" eval -m "$model" --threads "$THREADS" --seed "$SEED" --prompt-style completion \
+      --shard "$k/$SHARDS" --resume --out "$dir" "$@"
+    RUNS+=("$dir")
+    if [ "$COMMIT_SHARDS" = 1 ]; then
+      "$PY" scripts/render_results.py --qevict "$BIN" --commit-rows "$DEST" \
+        --out "$dir/results-this-shard.md" --images "$dir/results-this-shard" "$dir" >/dev/null
+      git add "$DEST/runs/$(basename "$dir")"
+      git commit -q -m "eval ($PART): rows of $name, shard $k of $SHARDS" -- "$DEST/runs/$(basename "$dir")" ||
+        echo "   (nothing new to commit for shard $k)"
+    fi
+  done
 }
 PE=(--prefill-mode prompt-end)
 HEAD_BUDGETS=(--budgets 0.05,0.1,0.2)
@@ -138,8 +173,6 @@ fi
 
 # This part's rows are committed under docs/results/runs/ (docs/results-qa/runs/ for the qa
 # part; gzipped, with their summary.json); the pages are rendered from every committed run.
-DEST=docs/results
-[ "$PART" = qa ] && DEST=docs/results-qa
 "$PY" scripts/render_results.py --qevict "$BIN" --commit-rows "$DEST" \
   --out "$OUT/results-this-part.md" --images "$OUT/results-this-part" "${RUNS[@]}"
 BIN=$BIN scripts/render_results.sh

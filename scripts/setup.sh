@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake g++ make python3 python3-venv googletest libgtest-dev libgmock-dev
           libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev libcpp-httplib-dev pkg-config
-          zlib1g-dev libhwy-dev curl)
+          zlib1g-dev libhwy-dev curl ninja-build ccache)
 
 install_packages() {
   local missing=()

@@ -15,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 BUILD=${BUILD_ARM:-build-arm}
+# shellcheck source=scripts/lib/timing.sh
+. scripts/lib/timing.sh
 
 sudo=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo="sudo"; fi
@@ -22,19 +24,20 @@ have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok ins
 PACKAGES=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64)
 missing=()
 for p in "${PACKAGES[@]}"; do have "$p" || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
+install_arm_packages() {
   echo "test-arm: installing ${missing[*]}"
-  if ! { $sudo dpkg --add-architecture arm64 &&
-         $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
-    echo "test-arm: NOT RUN: this machine cannot install ${missing[*]} (arm64 packages of Debian's multiarch)"
-    exit 0
-  fi
+  $sudo dpkg --add-architecture arm64 &&
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+if [ ${#missing[@]} -gt 0 ] && ! stage arm-packages install_arm_packages; then
+  echo "test-arm: NOT RUN: this machine cannot install ${missing[*]} (arm64 packages of Debian's multiarch)"
+  exit 0
 fi
 
-cmake -S . -B "$BUILD" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" \
-  -DQEVICT_CORE_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j"$JOBS"
+stage build-arm bash -c "scripts/configure.sh '$BUILD' -DCMAKE_TOOLCHAIN_FILE='$PWD/cmake/aarch64-linux-gnu.cmake' \
+                           -DQEVICT_CORE_ONLY=ON -DCMAKE_BUILD_TYPE=Release &&
+                         cmake --build '$BUILD' -j$JOBS"
 echo "test-arm: the core libraries and their tests build for aarch64"
 
 # Can the emulator start a thread here? (The tests' thread pools need it.)
@@ -46,4 +49,4 @@ if ! timeout 20 qemu-aarch64 -L /usr/aarch64-linux-gnu "$probe"; then
   echo "          thread on this host (kernel $(uname -r)); the aarch64 build above is the check"
   exit 0
 fi
-cd "$BUILD" && ctest --output-on-failure -j"$JOBS" --timeout 1800
+stage test-arm ctest_run arm "$BUILD" -j"$JOBS" --timeout 1800

@@ -33,7 +33,7 @@ struct ChatFlags {
   KvFlags kv;
 };
 
-double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+double ToMiB(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 void PrintStatus(int turn, int64_t prompt_tokens, const TurnStart& start,
                  const GenerateResult& result, const SessionTimings& before,
@@ -50,13 +50,13 @@ void PrintStatus(int turn, int64_t prompt_tokens, const TurnStart& start,
                static_cast<long long>(start.reused_tokens),
                static_cast<long long>(prompt_tokens - start.reused_tokens), prefill_s,
                result.tokens.size(), decode_s > 0 ? steps / decode_s : 0.0,
-               result.finish_reason.c_str(), MiB(kv.resident_bytes()), MiB(kv.reserved_bytes),
-               MiB(kv.full_fp16_bytes + kv.sliding_bytes),
+               result.finish_reason.c_str(), ToMiB(kv.resident_bytes()), ToMiB(kv.reserved_bytes),
+               ToMiB(kv.full_fp16_bytes + kv.sliding_bytes),
                kv.full_fp16_bytes > 0
                    ? 100.0 * static_cast<double>(kv.resident_bytes()) /
                          static_cast<double>(kv.full_fp16_bytes + kv.sliding_bytes)
                    : 0.0,
-               static_cast<long long>(kv.promotions - promotions_before), MiB(memory.rss_bytes));
+               static_cast<long long>(kv.promotions - promotions_before), ToMiB(memory.rss_bytes));
   if (kv.infeasible) std::fprintf(stderr, "warning: the KV budget cannot be met: %s\n",
                                   kv.note.c_str());
   std::fflush(stderr);

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kv/full_cache.h"
@@ -23,6 +24,19 @@ struct Case {
   bool scoring;  // a huge byte budget instead of 1.0: scores are accumulated, nothing evicted
   int prefill_chunk;
 };
+
+// The test's name says the case (policy, threads, scoring, chunk), so that CTest names stay
+// the same from run to run (the default printed the bytes of the `policy` pointer).
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  std::string name = info.param.policy;
+  for (char& ch : name) {
+    if (ch == '-') ch = '_';
+  }
+  name += "_t" + std::to_string(info.param.threads);
+  if (info.param.scoring) name += "_scoring";
+  if (info.param.prefill_chunk > 0) name += "_chunk" + std::to_string(info.param.prefill_chunk);
+  return name;
+}
 
 class BitExactAtFullBudget : public ::testing::TestWithParam<Case> {};
 
@@ -78,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mikv", 1, true, 0}, Case{"tova", 3, true, 0},
                       Case{"qevict-qa", 2, false, 0}, Case{"qevict-qa", 3, true, 0},
                       Case{"qevict-zip", 2, false, 0}, Case{"qevict-zip", 3, true, 0},
-                      Case{"kvzip", 2, false, 0}));
+                      Case{"kvzip", 2, false, 0}),
+    CaseName);
 
 }  // namespace
 }  // namespace qevict

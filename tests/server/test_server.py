@@ -494,6 +494,61 @@ def test_load_8_streaming_clients(srv, args):
         assert rss[2] <= rss[1] * 1.10, "resident memory grew from %d to %d kB" % (rss[1], rss[2])
 
 
+def test_soak_streaming_clients_and_sessions(srv, args):
+    """`make test-long`'s soak: 20 rounds of 8 streaming clients (every policy family, 2- and
+    4-bit archives, kept conversations that come back) against one server. Every request
+    completes; no slot, queue entry or fp16 window is left behind; the process's resident
+    memory after the last round is within 10% of that after round 5 (allocator warm-up)."""
+    rounds = 8 if args.sanitized else 20
+    kvs = [{"policy": "qevict", "budget": 0.1}, {"policy": "full"},
+           {"policy": "snapkv", "budget": 0.2}, {"policy": "qevict", "budget": 0.5, "bits": 4},
+           {"policy": "h2o", "budget": 0.3}, {"policy": "qevict-qa", "budget": 0.2},
+           {"policy": "mikv", "budget": 0.2}, {"policy": "streaming", "budget": 0.5}]
+    clients = [srv.client() for _ in range(8)]
+    history = [[] for _ in range(8)]
+
+    def one(i, rnd):
+        # Clients 0-3 continue one conversation each (a kept session when the server still has
+        # it); clients 4-7 start a new one every round.
+        if i < 4:
+            messages = history[i] + [{"role": "user", "content": "Add %d to that." % rnd}]
+        else:
+            messages = [{"role": "user", "content": "Tell me about the number %d." % (i + rnd)}]
+        stream = clients[i].chat.completions.create(
+            model="any", messages=messages, max_tokens=8, temperature=0.7, seed=i + rnd,
+            stream=True, stream_options={"include_usage": True},
+            extra_body={"kv": kvs[(i + rnd) % len(kvs)]})
+        chunks = list(stream)
+        assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens >= 1
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        if i < 4:
+            history[i] = (messages + [{"role": "assistant", "content": text}])[-6:]
+        return text
+
+    rss = []
+    start = time.time()
+    for rnd in range(rounds):
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            futures = [pool.submit(one, i, rnd) for i in range(8)]
+            errors = []
+            for f in futures:
+                try:
+                    f.result(timeout=300)
+                except Exception as e:  # noqa: BLE001 (reported below)
+                    errors.append(repr(e))
+        assert not errors, "round %d: %s" % (rnd + 1, errors)
+        wait_until(lambda: srv.metrics()["qevict_slots_active"] == 0, 10, "idle slots")
+        rss.append(srv.memory_kb("VmRSS"))
+    m = srv.metrics()
+    assert m["qevict_queue_length"] == 0 and m['qevict_kv_resident_bytes{tier="fp16"}'] == 0, m
+    print("    soak: %d rounds x 8 streaming clients in %.1f s; VmRSS after rounds 5 and %d: "
+          "%d, %d kB" % (rounds, time.time() - start, rounds, rss[4], rss[-1]))
+    if args.sanitized:
+        print("    (sanitized build: RSS growth not checked, ASan's quarantine grows by design)")
+    else:
+        assert rss[-1] <= rss[4] * 1.10, "resident memory grew from %d to %d kB" % (rss[4], rss[-1])
+
+
 def test_routed_requests_do_not_grow_rss(srv, args):
     """Compressed requests one after another: every cache's memory goes back, so the process's
     resident memory after the 8th is that after the 4th (tolerance 4 MiB: allocator noise), and
@@ -1019,6 +1074,8 @@ GROUPS = {
     # after another, concurrent streaming load.
     "kv": ([test_kv_policies, test_routed_requests_do_not_grow_rss,
             test_load_8_streaming_clients], []),
+    # `make test-long` only (CTest label `long`): the soak, many rounds of mixed load.
+    "soak": ([test_soak_streaming_clients_and_sessions], []),
     # Conversations kept between requests.
     "sessions": ([test_sessions_continue_like_one_process,
                   test_sessions_divergent_history_never_reuses,

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `make test-long`: the checks that do not fit in `make test`'s 30 minutes, each named in
+# docs/testing.md with its duration and what it guards. Run it before a submission that touches
+# what it covers (the server, the engine's forward pass under the sanitizers, the parsers of
+# outside input, Gemma 3).
+#
+#   long            the Release tests labelled `long` (the server soak)
+#   build-asan      the ASan+UBSan tree, as in make test (nothing to do when it is current)
+#   asan-model      every model-level test and server group under ASan+UBSan that make test
+#                   leaves to the Release run (goldens, policy sweeps, forks, memory, eval
+#                   runs, the kv and sessions server groups, the soak)
+#   fuzz            every libFuzzer target for FUZZ_SECONDS (default 60) on its corpus
+#
+# Timings are printed at the end, as in make test. JOBS, BUILD as in the Makefile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+BUILD=${BUILD:-build}
+export QEVICT_TIMINGS=${QEVICT_TIMINGS:-$BUILD/test-long-timings}
+rm -rf "$QEVICT_TIMINGS"
+mkdir -p "$QEVICT_TIMINGS"
+# shellcheck source=scripts/lib/timing.sh
+. scripts/lib/timing.sh
+# shellcheck source=scripts/lib/sanitized_tests.sh
+. scripts/lib/sanitized_tests.sh
+
+summary() {
+  local rc=$?
+  echo
+  python3 scripts/test_timings.py "$QEVICT_TIMINGS" || true
+  if [ "$rc" -eq 0 ]; then echo "make test-long: passed"; else echo "make test-long: FAILED (exit $rc)"; fi
+}
+trap summary EXIT
+
+stage long ctest_run release-long "$BUILD" -j"$JOBS" --timeout 1800 -L long
+stage build-asan bash -c "scripts/configure.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQEVICT_SANITIZE=ON &&
+                          cmake --build build-asan -j$JOBS"
+export ASAN_OPTIONS UBSAN_OPTIONS
+stage asan-model ctest_run asan-model-long build-asan -j"$JOBS" --timeout 3600 -L model -E "$SANITIZED_IN_MAKE_TEST"
+if command -v clang++ >/dev/null; then
+  stage fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-60}" FUZZ_JOBS="$JOBS" scripts/fuzz.sh
+else
+  echo "test-long: fuzz NOT RUN: clang++ is missing (apt-get install clang)" >&2
+  exit 1
+fi
