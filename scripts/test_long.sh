@@ -9,6 +9,8 @@
 #   asan-model      every model-level test and server group under ASan+UBSan that make test
 #                   leaves to the Release run (goldens, policy sweeps, forks, memory, eval
 #                   runs, the kv and sessions server groups, the soak)
+#   build-arm       the aarch64 cross-build with every test executable (make test builds them
+#                   only where qemu can run them)
 #   fuzz            every libFuzzer target for FUZZ_SECONDS (default 60) on its corpus
 #
 # Timings are printed at the end, as in make test. JOBS, BUILD as in the Makefile.
@@ -37,6 +39,7 @@ stage build-asan bash -c "scripts/configure.sh build-asan -DCMAKE_BUILD_TYPE=Rel
                           cmake --build build-asan -j$JOBS"
 export ASAN_OPTIONS UBSAN_OPTIONS
 stage asan-model ctest_run asan-model-long build-asan -j"$JOBS" --timeout 3600 -L model -E "$SANITIZED_IN_MAKE_TEST"
+ARM_BUILD_TESTS=1 scripts/test_arm.sh
 if command -v clang++ >/dev/null; then
   stage fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-60}" FUZZ_JOBS="$JOBS" scripts/fuzz.sh
 else

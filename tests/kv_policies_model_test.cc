@@ -25,20 +25,20 @@ KvCacheFactory FactoryFor(const KvConfig& config) {
   return [config](const KvGeometry& g, const Rope& r) { return CreateKvCache(config, g, r); };
 }
 
-struct Trace {
+struct PolicyTrace {
   std::vector<int32_t> tokens;
   std::vector<std::vector<float>> logits;
   std::vector<KvStats> stats;  // after every step
 };
 
-Trace Greedy(const LoadedModel& m, const KvConfig& config, const std::vector<int32_t>& prompt,
+PolicyTrace Greedy(const LoadedModel& m, const KvConfig& config, const std::vector<int32_t>& prompt,
              int n_new, ThreadPool& pool) {
   SessionOptions so;
   so.n_ctx = static_cast<int64_t>(prompt.size()) + n_new;
   so.prefill_chunk = config.prefill_chunk > 0 ? config.prefill_chunk : 256;
   Session s(*m.model, pool, so, FactoryFor(config));
   s.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
-  Trace t;
+  PolicyTrace t;
   std::span<const float> logits = s.Prefill(prompt);
   t.stats.push_back(s.cache().Stats());
   for (int i = 0; i < n_new; ++i) {
@@ -57,13 +57,13 @@ TEST(KvPoliciesModelTest, BudgetOneReproducesFullBitForBit) {
   const std::vector<int32_t> prompt = LongPrompt(*m, 250);
   KvConfig full;
   full.policy = "full";
-  const Trace reference = Greedy(*m, full, prompt, 16, pool);
+  const PolicyTrace reference = Greedy(*m, full, prompt, 16, pool);
   for (const char* name : {"streaming", "h2o", "tova", "snapkv", "mikv", "qevict", "qevict-qa"}) {
     SCOPED_TRACE(name);
     KvConfig c;
     c.policy = name;
     c.budget = 1.0;
-    const Trace t = Greedy(*m, c, prompt, 16, pool);
+    const PolicyTrace t = Greedy(*m, c, prompt, 16, pool);
     ASSERT_EQ(t.tokens, reference.tokens);
     for (size_t i = 0; i < t.logits.size(); ++i) {
       ASSERT_EQ(0, std::memcmp(t.logits[i].data(), reference.logits[i].data(),
@@ -86,7 +86,7 @@ TEST(KvPoliciesModelTest, ResidentBytesStayUnderBudget) {
       KvConfig c;
       c.policy = name;
       c.budget = budget;
-      const Trace t = Greedy(*m, c, prompt, 24, pool);
+      const PolicyTrace t = Greedy(*m, c, prompt, 24, pool);
       for (const KvStats& s : t.stats) {
         ASSERT_GT(s.budget_bytes, 0);
         if (s.infeasible) {
@@ -110,7 +110,7 @@ TEST(KvPoliciesModelTest, QevictPromotesOnALongPromptAtTenPercent) {
   KvConfig c;
   c.policy = "qevict";
   c.budget = 0.1;
-  const Trace t = Greedy(*m, c, prompt, 48, pool);
+  const PolicyTrace t = Greedy(*m, c, prompt, 48, pool);
   const KvStats& s = t.stats.back();
   EXPECT_LE(s.resident_bytes(), s.budget_bytes);
   EXPECT_LE(s.resident_bytes(), s.full_fp16_bytes / 10 + 1);

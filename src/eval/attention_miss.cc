@@ -75,7 +75,7 @@ void AttentionMissTracker::AfterStep(const TieredCache& shadow) {
 }
 
 namespace {
-double Mean(const std::vector<double>& v) {
+double MeanOrZero(const std::vector<double>& v) {
   if (v.empty()) return 0.0;
   double sum = 0.0;
   for (double x : v) sum += x;
@@ -83,9 +83,9 @@ double Mean(const std::vector<double>& v) {
 }
 }  // namespace
 
-double AttentionMissTracker::mean_missed() const { return Mean(missed_); }
+double AttentionMissTracker::mean_missed() const { return MeanOrZero(missed_); }
 
-double AttentionMissTracker::mean_quantized() const { return Mean(quantized_mass_); }
+double AttentionMissTracker::mean_quantized() const { return MeanOrZero(quantized_mass_); }
 
 double AttentionMissTracker::MeanFmm(double Event::*missed) const {
   double sum = 0.0;

@@ -28,7 +28,7 @@ std::string Line(const std::string& policy, const std::string& id, double accura
 }
 
 // A fresh directory under the test temp dir.
-std::string Dir(const std::string& name) { return eval_test::FreshTempDir("rows_" + name); }
+std::string RowsDir(const std::string& name) { return eval_test::FreshTempDir("rows_" + name); }
 
 using eval_test::ErrorOf;
 using eval_test::WriteFile;
@@ -42,7 +42,7 @@ void WriteGz(const std::string& path, const std::string& text) {
 }
 
 TEST(EvalRowsTest, ReadsPlainGzipAndDirectories) {
-  const std::string dir = Dir("read");
+  const std::string dir = RowsDir("read");
   const std::string text = Line("full", "a", 1.0) + "\n\n" + Line("qevict", "a", 0.0) + "\r\n" +
                            Line("qevict", "b", 1.0);  // no final newline
   WriteFile(dir + "/plain.jsonl", text);
@@ -57,7 +57,7 @@ TEST(EvalRowsTest, ReadsPlainGzipAndDirectories) {
 }
 
 TEST(EvalRowsTest, BadInputIsAnErrorWithItsLine) {
-  const std::string dir = Dir("bad");
+  const std::string dir = RowsDir("bad");
   EXPECT_NE(ErrorOf([&] { ReadRowsInput(dir + "/none.jsonl"); }).find("cannot open"),
             std::string::npos);
   EXPECT_NE(ErrorOf([&] { ReadRowsInput(dir); }).find("holds no rows.jsonl"), std::string::npos);
@@ -116,7 +116,7 @@ TEST(EvalRowsTest, LaterRowsReplaceEarlierOnes) {
 }
 
 TEST(ReportRunTest, MergesInputsAndWritesTheSummary) {
-  const std::string dir = Dir("report");
+  const std::string dir = RowsDir("report");
   std::string first, second;
   for (int i = 0; i < 6; ++i) {
     const std::string id = "i" + std::to_string(i);

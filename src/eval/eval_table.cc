@@ -10,7 +10,7 @@ namespace qevict {
 namespace {
 
 using nlohmann::json;
-using Cells = std::vector<const json*>;
+using CellList = std::vector<const json*>;
 
 std::string Format(double v, int digits) {
   char buf[32];
@@ -38,7 +38,7 @@ std::string Value(const json& cell, const std::string& metric) {
 }
 
 // "policy (n=12)", or "(n=10–12)" when its cells differ.
-std::string Label(const std::string& policy, const Cells& cells) {
+std::string Label(const std::string& policy, const CellList& cells) {
   int64_t lo = INT64_MAX, hi = 0;
   for (const json* c : cells) {
     lo = std::min(lo, (*c)["n"].get<int64_t>());
@@ -62,8 +62,8 @@ std::string Protocol(const json& cell) { return cell.value("protocol", kDefaultP
 std::string Scorer(const json& cell) { return cell.value("scorer", kDefaultScorer); }
 
 // Policies as rows (the full cache first, its value in every column), budgets as columns.
-std::string Table(const TableSpec& spec, const Cells& group) {
-  Cells at;
+std::string Table(const TableSpec& spec, const CellList& group) {
+  CellList at;
   std::set<double> budgets;
   for (const json* c : group) {
     const std::string mode = (*c)["prefill_mode"];
@@ -90,7 +90,7 @@ std::string Table(const TableSpec& spec, const Cells& group) {
   for (size_t i = 0; i < budgets.size(); ++i) md += "---:|";
   md += "\n";
   for (const std::string& policy : policies) {
-    Cells mine;
+    CellList mine;
     for (const json* c : at) {
       if ((*c)["policy"] == policy) mine.push_back(c);
     }
@@ -113,7 +113,7 @@ std::string MarkdownTable(const json& summary) {
   const json& cells = summary.at("cells");
   std::set<std::string> styles, protocols, scorers, models;
   std::vector<std::string> order;  // (model, task, style, protocol, scorer) as they first appear
-  std::map<std::string, Cells> groups;
+  std::map<std::string, CellList> groups;
   for (const json& c : cells) {
     const std::string style = c["prompt_style"], protocol = Protocol(c), scorer = Scorer(c);
     styles.insert(style);
@@ -127,7 +127,7 @@ std::string MarkdownTable(const json& summary) {
   }
   std::string md;
   for (const std::string& key : order) {
-    const Cells& group = groups[key];
+    const CellList& group = groups[key];
     const json& first = *group.front();
     const std::string task = first["task"], style = first["prompt_style"], model = first["model"];
     const std::string protocol = Protocol(first), scorer = Scorer(first);
