@@ -48,7 +48,9 @@ demo: setup build
 eval: setup build
 	@scripts/eval.sh
 
-# The headline cells of Gemma 3 270M at 16k and 32k tokens (needles and drift; about 4.5 hours).
+# The headline cells of Gemma 3 270M at 16k and 32k tokens (needles and drift; about 4.5 hours),
+# each run in 4 shards (SHARDS_LONG) resumed where an interrupted one stopped; COMMIT_SHARDS=1
+# commits each shard's rows as it finishes (scripts/eval.sh).
 eval-long: setup build
 	@PART=long scripts/eval.sh
 

@@ -171,15 +171,14 @@ def guard_of(source, root):
     return sentence.replace("|", "/")
 
 
-def print_markdown(directories, root):
+def print_markdown(directories, root, stages_only=False):
     """The tables of docs/testing.md: stages of each timing directory, then every test file
     with its entries' summed time in each CTest run."""
     runs = {}
     for directory in directories:
-        title = os.path.basename(os.path.normpath(directory))
         stages = read_stages(os.path.join(directory, "stages.tsv"))
         total = sum(sec for _, sec, _ in stages)
-        print("Stages of `%s` (%s in all):" % (title, fmt_seconds(total)))
+        print("Stages (%s in all):" % fmt_seconds(total))
         print()
         print("| stage | wall time | exit |")
         print("|---|---:|---:|")
@@ -188,8 +187,11 @@ def print_markdown(directories, root):
         print()
         for run in runs_in(directory):
             runs[run] = read_run(directory, run)
+    if stages_only:
+        return
     sources = test_sources(root)
-    names = list(runs)
+    preferred = ["release", "asan-unit", "asan-model", "release-long", "asan-model-long", "arm"]
+    names = sorted(runs, key=lambda n: (preferred.index(n) if n in preferred else len(preferred), n))
     per_file = {}
     for run, tests in runs.items():
         for test, (seconds, _, labels) in tests.items():
@@ -211,7 +213,19 @@ def print_markdown(directories, root):
                                               len(entry["entries"]), cells,
                                               guard_of(source, root)))
     print()
-    print("Entries in each run: %s." % ", ".join("%s %d" % (n, len(t)) for n, t in runs.items()))
+    print("Entries in each run: %s." % ", ".join("%s %d" % (n, len(runs[n])) for n in names))
+    print()
+    print("<details><summary>Every entry with its time in each run (seconds)</summary>")
+    print()
+    print("| entry | file | %s |" % " | ".join(names))
+    print("|---|---|%s" % "".join("---:|" for _ in names))
+    every = sorted({t for tests in runs.values() for t in tests},
+                   key=lambda t: -max(runs[n][t][0] if t in runs[n] else 0.0 for n in names))
+    for test in every:
+        cells = " | ".join("%.1f" % runs[n][test][0] if test in runs[n] else "" for n in names)
+        print("| %s | %s | %s |" % (test.replace("|", "/"), source_of(test, sources), cells))
+    print()
+    print("</details>")
 
 
 def main():
@@ -219,9 +233,13 @@ def main():
     parser.add_argument("directory", nargs="+")
     parser.add_argument("--top", type=int, default=8)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--stages-only", action="store_true",
+                        help="with --markdown: the stage tables alone")
+    parser.add_argument("--marker", default="timings",
+                        help="with --update-doc: the name in the markers (default timings)")
     parser.add_argument("--update-doc", metavar="FILE",
                         help="with --markdown: write the tables between FILE's "
-                             "<!-- timings:begin --> and <!-- timings:end --> lines")
+                             "<!-- MARKER:begin --> and <!-- MARKER:end --> lines")
     args = parser.parse_args()
     for directory in args.directory:
         if not os.path.isdir(directory):
@@ -230,16 +248,17 @@ def main():
     if args.markdown:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         if not args.update_doc:
-            print_markdown(args.directory, root)
+            print_markdown(args.directory, root, args.stages_only)
             return 0
         import contextlib
         import io
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
-            print_markdown(args.directory, root)
+            print_markdown(args.directory, root, args.stages_only)
         with open(args.update_doc) as f:
             text = f.read()
-        begin, end = "<!-- timings:begin -->\n", "<!-- timings:end -->"
+        begin = "<!-- %s:begin -->\n" % args.marker
+        end = "<!-- %s:end -->" % args.marker
         if begin not in text or end not in text:
             print("test_timings: %s has no timings markers" % args.update_doc, file=sys.stderr)
             return 1
