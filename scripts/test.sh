@@ -34,9 +34,9 @@ summary() {
       $1 == "cache_miss" { misses = $2 }
       END { printf "%d hits, %d misses (all time)", hits, misses }')"
   fi
-  echo "== not run here: make test-long (server soak, full sanitized model runs, fuzzing,"
-  echo "   Gemma 3 golden checks; about 25 minutes): run it before a submission that touches"
-  echo "   what it covers (docs/testing.md)"
+  echo "== not run here: make test-long (the server soak, the model-level tests and server"
+  echo "   groups under ASan+UBSan, the aarch64 test executables, fuzzing; about an hour on 2"
+  echo "   cores): run it before a submission that touches what it covers (docs/testing.md)"
   if [ "$rc" -eq 0 ]; then echo "make test: passed"; else echo "make test: FAILED (exit $rc)"; fi
 }
 trap summary EXIT

@@ -454,6 +454,21 @@ def test_metrics(srv, args):
     assert m["qevict_decode_tokens_per_second"] > 0
 
 
+def run_load_round(srv, one, rnd, clients=8):
+    """Round `rnd` of a load test: one(i, rnd) for every client at once; every request must
+    complete, and the server must come back to no active slot."""
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        futures = [pool.submit(one, i, rnd) for i in range(clients)]
+        errors = []
+        for f in futures:
+            try:
+                f.result(timeout=300)
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(repr(e))
+    assert not errors, "round %d: %s" % (rnd + 1, errors)
+    wait_until(lambda: srv.metrics()["qevict_slots_active"] == 0, 10, "idle slots")
+
+
 def test_load_8_streaming_clients(srv, args):
     clients = [srv.client() for _ in range(8)]
     kvs = [{"policy": "qevict", "budget": 0.1}, {"policy": "full"},
@@ -472,16 +487,7 @@ def test_load_8_streaming_clients(srv, args):
     rss, anon = [], []
     start = time.time()
     for rnd in range(3):
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            futures = [pool.submit(one, i, rnd) for i in range(8)]
-            errors = []
-            for f in futures:
-                try:
-                    f.result(timeout=300)
-                except Exception as e:  # noqa: BLE001 (reported below)
-                    errors.append(repr(e))
-        assert not errors, "round %d: %s" % (rnd + 1, errors)
-        wait_until(lambda: srv.metrics()["qevict_slots_active"] == 0, 10, "idle slots")
+        run_load_round(srv, one, rnd)
         rss.append(srv.memory_kb("VmRSS"))
         anon.append(srv.memory_kb("RssAnon"))
     m = srv.metrics()
@@ -528,16 +534,7 @@ def test_soak_streaming_clients_and_sessions(srv, args):
     rss = []
     start = time.time()
     for rnd in range(rounds):
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            futures = [pool.submit(one, i, rnd) for i in range(8)]
-            errors = []
-            for f in futures:
-                try:
-                    f.result(timeout=300)
-                except Exception as e:  # noqa: BLE001 (reported below)
-                    errors.append(repr(e))
-        assert not errors, "round %d: %s" % (rnd + 1, errors)
-        wait_until(lambda: srv.metrics()["qevict_slots_active"] == 0, 10, "idle slots")
+        run_load_round(srv, one, rnd)
         rss.append(srv.memory_kb("VmRSS"))
     m = srv.metrics()
     assert m["qevict_queue_length"] == 0 and m['qevict_kv_resident_bytes{tier="fp16"}'] == 0, m
