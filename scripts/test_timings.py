@@ -55,8 +55,17 @@ def read_run(directory, run):
     return tests
 
 
+RUN_ORDER = ["release", "asan-unit", "asan-model", "release-long", "asan-model-long", "arm"]
+
+
+def run_order(name):
+    return (RUN_ORDER.index(name) if name in RUN_ORDER else len(RUN_ORDER), name)
+
+
 def runs_in(directory):
-    return sorted(f[: -len(".junit.xml")] for f in os.listdir(directory) if f.endswith(".junit.xml"))
+    """The CTest runs of DIR, in the order make test runs them."""
+    return sorted((f[: -len(".junit.xml")] for f in os.listdir(directory)
+                   if f.endswith(".junit.xml")), key=run_order)
 
 
 def fmt_seconds(s):
@@ -190,8 +199,7 @@ def print_markdown(directories, root, stages_only=False):
     if stages_only:
         return
     sources = test_sources(root)
-    preferred = ["release", "asan-unit", "asan-model", "release-long", "asan-model-long", "arm"]
-    names = sorted(runs, key=lambda n: (preferred.index(n) if n in preferred else len(preferred), n))
+    names = sorted(runs, key=run_order)
     per_file = {}
     for run, tests in runs.items():
         for test, (seconds, _, labels) in tests.items():
