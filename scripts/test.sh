@@ -35,7 +35,7 @@ summary() {
       END { printf "%d hits, %d misses (all time)", hits, misses }')"
   fi
   echo "== not run here: make test-long (the server soak, the model-level tests and server"
-  echo "   groups under ASan+UBSan, the aarch64 test executables, fuzzing; about an hour on 2"
+  echo "   groups under ASan+UBSan, the aarch64 test executables, fuzzing; over an hour on 2"
   echo "   cores): run it before a submission that touches what it covers (docs/testing.md)"
   if [ "$rc" -eq 0 ]; then echo "make test: passed"; else echo "make test: FAILED (exit $rc)"; fi
 }

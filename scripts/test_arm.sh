@@ -55,9 +55,11 @@ stage build-arm bash -c "scripts/configure.sh '$BUILD' -DCMAKE_TOOLCHAIN_FILE='$
                            -DQEVICT_CORE_ONLY=ON -DQEVICT_UNITY=OFF -DCMAKE_BUILD_TYPE=Release &&
                          cmake --build '$BUILD' -j$JOBS ${targets[*]}"
 if [ "$qemu_runs" = 0 ]; then
+  built="so they are not built either (ARM_BUILD_TESTS=1 builds them)"
+  [ "${ARM_BUILD_TESTS:-0}" = 1 ] && built="they are built (ARM_BUILD_TESTS=1)"
   echo "test-arm: the core libraries build for aarch64; their tests NOT RUN: qemu-aarch64"
   echo "          ($(qemu-aarch64 --version | head -1)) does not start a thread on this host"
-  echo "          (kernel $(uname -r)), so they are not built either (ARM_BUILD_TESTS=1 builds them)"
+  echo "          (kernel $(uname -r)); $built"
   exit 0
 fi
 echo "test-arm: the core libraries and their tests build for aarch64"
