@@ -18,16 +18,10 @@ cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 BUILD=${BUILD:-build}
 export JOBS
-export QEVICT_TIMINGS=${QEVICT_TIMINGS:-$BUILD/test-timings}
-rm -rf "$QEVICT_TIMINGS"
-mkdir -p "$QEVICT_TIMINGS"
 # shellcheck source=scripts/lib/timing.sh
 . scripts/lib/timing.sh
 
-summary() {
-  local rc=$?
-  echo
-  python3 scripts/test_timings.py "$QEVICT_TIMINGS" || true
+summary_extra() {
   if command -v ccache >/dev/null; then
     echo "== ccache: $(ccache --print-stats 2>/dev/null | awk -F'\t' '
       $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { hits += $2 }
@@ -37,9 +31,8 @@ summary() {
   echo "== not run here: make test-long (the server soak, the model-level tests and server"
   echo "   groups under ASan+UBSan, the aarch64 test executables, fuzzing; over an hour on 2"
   echo "   cores): run it before a submission that touches what it covers (docs/testing.md)"
-  if [ "$rc" -eq 0 ]; then echo "make test: passed"; else echo "make test: FAILED (exit $rc)"; fi
 }
-trap summary EXIT
+begin_timed_run "make test" "$BUILD/test-timings"
 
 stage setup scripts/setup.sh all
 stage build bash -c "scripts/configure.sh '$BUILD' -DCMAKE_BUILD_TYPE=Release && cmake --build '$BUILD' -j$JOBS"

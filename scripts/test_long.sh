@@ -18,26 +18,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 BUILD=${BUILD:-build}
-export QEVICT_TIMINGS=${QEVICT_TIMINGS:-$BUILD/test-long-timings}
-rm -rf "$QEVICT_TIMINGS"
-mkdir -p "$QEVICT_TIMINGS"
 # shellcheck source=scripts/lib/timing.sh
 . scripts/lib/timing.sh
 # shellcheck source=scripts/lib/sanitized_tests.sh
 . scripts/lib/sanitized_tests.sh
-
-summary() {
-  local rc=$?
-  echo
-  python3 scripts/test_timings.py "$QEVICT_TIMINGS" || true
-  if [ "$rc" -eq 0 ]; then echo "make test-long: passed"; else echo "make test-long: FAILED (exit $rc)"; fi
-}
-trap summary EXIT
+begin_timed_run "make test-long" "$BUILD/test-long-timings"
 
 stage long ctest_run release-long "$BUILD" -j"$JOBS" --timeout 1800 -L long
-stage build-asan bash -c "scripts/configure.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQEVICT_SANITIZE=ON &&
-                          cmake --build build-asan -j$JOBS"
-export ASAN_OPTIONS UBSAN_OPTIONS
+build_sanitized_tree
 stage asan-model ctest_run asan-model-long build-asan -j"$JOBS" --timeout 3600 -L model -E "$SANITIZED_IN_MAKE_TEST"
 ARM_BUILD_TESTS=1 scripts/test_arm.sh
 if command -v clang++ >/dev/null; then

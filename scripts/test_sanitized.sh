@@ -19,9 +19,7 @@ JOBS=${JOBS:-$(nproc)}
 . scripts/lib/timing.sh
 # shellcheck source=scripts/lib/sanitized_tests.sh
 . scripts/lib/sanitized_tests.sh
-export ASAN_OPTIONS UBSAN_OPTIONS
 
-stage build-asan bash -c "scripts/configure.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQEVICT_SANITIZE=ON &&
-                          cmake --build build-asan -j$JOBS"
+build_sanitized_tree
 stage test-asan-unit ctest_run asan-unit build-asan -j"$JOBS" --timeout 1200 -LE "model|long"
 stage test-asan-model ctest_run asan-model build-asan -j"$JOBS" --timeout 2400 -L model -R "$SANITIZED_IN_MAKE_TEST"

@@ -35,3 +35,22 @@ ctest_run() {
   fi
   (cd "$dir" && ctest --output-on-failure "${extra[@]}" "$@")
 }
+
+# begin_timed_run NAME DIR: records this run's stages and CTest runs in DIR (emptied first; an
+# earlier QEVICT_TIMINGS wins) and, at exit, prints where the time went, then the lines of a
+# function `summary_extra` where the script defines one, then "NAME: passed" or "NAME: FAILED".
+begin_timed_run() {
+  TIMED_RUN_NAME=$1
+  export QEVICT_TIMINGS=${QEVICT_TIMINGS:-$2}
+  rm -rf "$QEVICT_TIMINGS"
+  mkdir -p "$QEVICT_TIMINGS"
+  trap print_timed_run_summary EXIT
+}
+
+print_timed_run_summary() {
+  local rc=$?
+  echo
+  python3 scripts/test_timings.py "$QEVICT_TIMINGS" || true
+  if declare -F summary_extra >/dev/null; then summary_extra; fi
+  if [ "$rc" -eq 0 ]; then echo "$TIMED_RUN_NAME: passed"; else echo "$TIMED_RUN_NAME: FAILED (exit $rc)"; fi
+}
