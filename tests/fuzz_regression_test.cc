@@ -2,6 +2,7 @@
 // finding kept under tests/fuzz_regressions/<target>/, every seed under fuzz/corpus/<target>/ and
 // every GGUF fixture. Also checks the fixtures of security class 7 fail to load with their
 // messages, and the limits added for findings that need inputs too large to keep as files.
+#include "source_dir.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // Shared helpers of the model-level tests.
 #pragma once
 
+#include "source_dir.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>

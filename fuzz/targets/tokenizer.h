@@ -11,6 +11,7 @@
 // Links: qevict_tokenizer
 #pragma once
 
+#include "source_dir.h"
 #include <array>
 #include <cstddef>
 #include <cstdint>

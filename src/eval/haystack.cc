@@ -1,5 +1,6 @@
 // Haystack loading (data/haystack/*.txt), sentence splitting, and deterministic filler runs of a
 // requested token length. Token counts are taken once per sentence, never of a growing string.
+#include "source_dir.h"
 #include "eval/haystack.h"
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 // error class with its line number (the lines after it still parse), CRLF, BOM, limits, invalid
 // UTF-8, deep nesting, and every kept fuzz input (tests/fuzz_regressions/task_file/) and seed
 // (fuzz/corpus/task_file/) replayed with the result's invariants checked.
+#include "source_dir.h"
 #include "eval/task_file.h"
 
 #include "eval/answer_match.h"

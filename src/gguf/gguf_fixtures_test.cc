@@ -1,6 +1,7 @@
 // The committed fixture files (scripts/make_gguf_fixtures.py): every malformed file is rejected
 // with the message its manifest names, without a large allocation; the tiny valid llama model and
 // its semantic mutations parse.
+#include "source_dir.h"
 #include <gtest/gtest.h>
 
 #include <atomic>

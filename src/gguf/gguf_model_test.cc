@@ -1,5 +1,6 @@
 // The real SmolLM2-135M model, when present under models/ (not committed): it parses, quickly,
 // with the expected hyperparameters, vocabulary and tensor table.
+#include "source_dir.h"
 #include <gtest/gtest.h>
 
 #include <chrono>

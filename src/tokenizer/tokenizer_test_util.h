@@ -1,6 +1,7 @@
 // Shared by the tokenizer tests: golden files and the SmolLM2 model (when present).
 #pragma once
 
+#include "source_dir.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
