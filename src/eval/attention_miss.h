@@ -1,4 +1,4 @@
-// Missed attention mass and future missed mass (docs/qevict-spec.md, "Diagnostics"), measured
+// Missed attention mass and future missed mass (docs/kv-cache.md, "Diagnostics"), measured
 // against a shadow: a never-routing fp16 fork of the same prompt fed the same tokens as the
 // policy's session, whose per-window attention is what the full cache attends.
 //   missed mass at a decode step: the shadow's attention (mean over layers, each layer's query

@@ -23,7 +23,7 @@ namespace qevict {
 
 struct EvalSettings {
   std::vector<std::string> policies;  // "full" is always run (first) as the reference
-  std::vector<double> budgets;        // fractions of the run's fp16 cache (docs/qevict-spec.md)
+  std::vector<double> budgets;        // fractions of the run's fp16 cache (docs/kv-cache.md, "Budget")
   KvConfig kv;                        // geometry and policy parameters shared by every row
   bool shadow = false;                // missed attention mass and FMM against a shadow
   int fmm_horizon = 32;               // H: decode steps after a routing step counted by FMM

@@ -1,7 +1,8 @@
 // One evaluation task instance: a long context, the questions asked about it (in one session),
 // or a long generation / a teacher-forced text. Generated tasks (eval/task_generators.h) and
-// user task files (eval/task_file.h) both produce these; the runner (eval/runner.h) turns them
-// into prompts, runs every policy at every budget and scores the answers.
+// user task files (eval/task_file.h) both produce these; the runner (eval/instance_runner.h,
+// driven by eval/eval_run.h) turns them into prompts, runs every policy at every budget and
+// scores the answers.
 #pragma once
 
 #include <cstdint>

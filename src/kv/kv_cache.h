@@ -105,7 +105,7 @@ class KvCache {
   virtual ~KvCache() = default;
 
   // Before the first token of a run: the budget is a fraction of the fp16 bytes of
-  // prompt_tokens + max_new_tokens (docs/qevict-spec.md, "Budget").
+  // prompt_tokens + max_new_tokens (docs/kv-cache.md, "Budget").
   virtual void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) = 0;
 
   // Before a further turn of the same run (a conversation's next message): prompt_tokens more

@@ -77,22 +77,23 @@ class Fp16Run {
 
 }  // namespace
 
-void TieredCache::PrefetchWindow(const LayerState& l, size_t k, int head, bool keys) const {
+void TieredCache::PrefetchWindow(const LayerWindows& l, size_t k, int head, bool keys) const {
   if (k >= l.windows.size()) return;
   const WindowRecord& w = l.windows[k];
   const int hd = geo_.head_dim;
   if (w.tier == Tier::kFp16) {
-    PrefetchLines(keys ? FpK(w, head) : FpV(w, head), std::min<int64_t>(int64_t{window_} * hd * 2, 2048));
+    PrefetchLines(keys ? FpK(w, head) : FpV(w, head),
+                  std::min<int64_t>(int64_t{config_.window} * hd * 2, 2048));
     return;
   }
   const uint8_t* block = store_.data(WindowStore::Kind::kQuant, w.block);
-  const int64_t rows = int64_t{window_} * qlayout_.row_bytes;
+  const int64_t rows = int64_t{config_.window} * qlayout_.row_bytes;
   if (keys) {
     PrefetchLines(block + qlayout_.key_codes + head * rows, rows);
     PrefetchLines(block + qlayout_.key_scales + int64_t{head} * hd * 2, hd * 2);
     PrefetchLines(block + qlayout_.key_zeros + int64_t{head} * hd * 2, hd * 2);
   } else {
-    const int64_t params = int64_t{window_} * qlayout_.value_groups * 2;
+    const int64_t params = int64_t{config_.window} * qlayout_.value_groups * 2;
     PrefetchLines(block + qlayout_.value_codes + head * rows, rows);
     PrefetchLines(block + qlayout_.value_scales + head * params, params);
     PrefetchLines(block + qlayout_.value_zeros + head * params, params);
@@ -101,9 +102,10 @@ void TieredCache::PrefetchWindow(const LayerState& l, size_t k, int head, bool k
 
 void TieredCache::ScoreRange(int layer, int head, int64_t begin, int64_t end, const float* q,
                              int n_q, float* scores, int64_t ld, float scale) const {
-  const LayerState& l = layers_[layer];
+  const LayerWindows& l = table_.layer(layer);
   const int hd = geo_.head_dim;
-  const int sink = SinkTokens(l);
+  const int sink = table_.SinkTokens(l);
+  const int window = config_.window;
   Fp16Run run(hd);
   const auto flush = [&](int64_t at, const uint16_t* rows, int64_t n) {
     ScoreFp16Keys(q, n_q, rows, hd, n, hd, scale, scores + (at - begin), ld);
@@ -115,9 +117,9 @@ void TieredCache::ScoreRange(int layer, int head, int64_t begin, int64_t end, co
     r += n;
   }
   while (r < end) {
-    const int64_t k = (r - sink) / window_;
-    const int o = static_cast<int>((r - sink) % window_);
-    const int len = static_cast<int>(std::min<int64_t>(window_ - o, end - r));
+    const int64_t k = (r - sink) / window;
+    const int o = static_cast<int>((r - sink) % window);
+    const int len = static_cast<int>(std::min<int64_t>(window - o, end - r));
     const WindowRecord& w = l.windows[k];
     if (o == 0) PrefetchWindow(l, k + kPrefetchWindows, head, /*keys=*/true);
     if (w.tier == Tier::kFp16) {
@@ -125,7 +127,7 @@ void TieredCache::ScoreRange(int layer, int head, int64_t begin, int64_t end, co
     } else {
       run.Finish(flush);
       ScoreQuantKeys(qlayout_, store_.data(WindowStore::Kind::kQuant, w.block), head, o, o + len,
-                     pos_.data() + FirstToken(w.index) + o, rope_, q, n_q, scale,
+                     table_.positions() + table_.FirstToken(w.index) + o, rope_, q, n_q, scale,
                      scores + (r - begin), ld);
     }
     r += len;
@@ -135,9 +137,10 @@ void TieredCache::ScoreRange(int layer, int head, int64_t begin, int64_t end, co
 
 void TieredCache::AccumulateRange(int layer, int head, int64_t begin, int64_t end, const float* p,
                                   int n_q, int64_t ld, float* acc) const {
-  const LayerState& l = layers_[layer];
+  const LayerWindows& l = table_.layer(layer);
   const int hd = geo_.head_dim;
-  const int sink = SinkTokens(l);
+  const int sink = table_.SinkTokens(l);
+  const int window = config_.window;
   Fp16Run run(hd);
   const auto flush = [&](int64_t at, const uint16_t* rows, int64_t n) {
     AccumulateFp16Values(p + (at - begin), n_q, ld, rows, hd, n, hd, acc);
@@ -149,9 +152,9 @@ void TieredCache::AccumulateRange(int layer, int head, int64_t begin, int64_t en
     r += n;
   }
   while (r < end) {
-    const int64_t k = (r - sink) / window_;
-    const int o = static_cast<int>((r - sink) % window_);
-    const int len = static_cast<int>(std::min<int64_t>(window_ - o, end - r));
+    const int64_t k = (r - sink) / window;
+    const int o = static_cast<int>((r - sink) % window);
+    const int len = static_cast<int>(std::min<int64_t>(window - o, end - r));
     const WindowRecord& w = l.windows[k];
     if (o == 0) PrefetchWindow(l, k + kPrefetchWindows, head, /*keys=*/false);
     if (w.tier == Tier::kFp16) {
@@ -168,13 +171,9 @@ void TieredCache::AccumulateRange(int layer, int head, int64_t begin, int64_t en
 
 void TieredCache::Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
                          ThreadPool& pool) {
-  LayerState& l = layers_[layer];
+  LayerWindows& l = table_.layer(layer);
   if (static_cast<int>(visible_.size()) < n) visible_.resize(n);
-  for (int i = 0; i < n; ++i) {
-    const int64_t logical = std::upper_bound(pos_.data(), pos_.data() + l.count, pos[i]) -
-                            pos_.data();
-    visible_[i] = ResidentPrefix(l, logical);
-  }
+  for (int i = 0; i < n; ++i) visible_[i] = table_.VisibleTo(l, pos[i]);
   auto score = [&](int head, int64_t begin, int64_t end, const float* qg, int n_q,
                    float* scores, int64_t ld, float scale) {
     ScoreRange(layer, head, begin, end, qg, n_q, scores, ld, scale);
@@ -183,101 +182,43 @@ void TieredCache::Attend(int layer, int n, const int32_t* pos, const float* q, f
                         int64_t ld, float* acc) {
     AccumulateRange(layer, head, begin, end, p, n_q, ld, acc);
   };
-  if (scoring_) {
-    mass_.Begin(SinkTokens(l), 1 + static_cast<int64_t>(l.windows.size()));
-    GroupedAttentionOverPrefix(geo_, n, visible_.data(), q, out, pool, score, accumulate, mass_);
-    mass_.Finish();
-    UpdateScores(l, n, visible_.data());
+  if (scoring()) {
+    WindowMassObserver& mass = mass_.observer();
+    mass.Begin(table_.SinkTokens(l), 1 + static_cast<int64_t>(l.windows.size()));
+    GroupedAttentionOverPrefix(geo_, n, visible_.data(), q, out, pool, score, accumulate, mass);
+    mass.Finish();
+    mass_.Accumulate(table_, l, n, visible_.data());
   } else {
     NoAttentionObserver none;
     GroupedAttentionOverPrefix(geo_, n, visible_.data(), q, out, pool, score, accumulate, none);
   }
-  if (remember_queries_) RememberQueries(l, n, pos, q);
-}
-
-void TieredCache::UpdateScores(LayerState& l, int n, const int64_t* visible) {
-  const float* mass = mass_.mass();
-  const float* last = mass_.last_mass();
-  const bool decay = config_.score == ScoreMode::kDecay;
-  const bool normalized = config_.score == ScoreMode::kNormalized;
-  const float factor = decay ? static_cast<float>(std::pow(config_.score_decay, n)) : 1.0f;
-  const int sink = SinkTokens(l);
-  for (size_t k = 0; k < l.windows.size(); ++k) {
-    WindowRecord& w = l.windows[k];
-    w.mass_sum = decay ? w.mass_sum * factor + mass[1 + k] : w.mass_sum + mass[1 + k];
-    w.last_mass = last[1 + k];
-    if (normalized) {
-      // Queries that saw at least the window's first key (visible is non-decreasing).
-      const int64_t first = sink + static_cast<int64_t>(k) * window_;
-      w.observers += static_cast<float>(visible + n - std::upper_bound(visible, visible + n, first));
-    }
-  }
-}
-
-void TieredCache::RememberQueries(LayerState& l, int n, const int32_t* pos, const float* q) {
-  const int64_t q_floats = static_cast<int64_t>(geo_.n_heads) * geo_.head_dim;
-  const int keep = std::min(n, config_.snapkv_window);
-  for (int i = n - keep; i < n; ++i) {
-    std::copy(q + i * q_floats, q + (i + 1) * q_floats, l.obs_queries.begin() + l.obs_next * q_floats);
-    l.obs_pos[l.obs_next] = pos[i];
-    l.obs_next = (l.obs_next + 1) % config_.snapkv_window;
-    l.obs_filled = std::min(l.obs_filled + 1, config_.snapkv_window);
-  }
-}
-
-void TieredCache::ComputeObservation(int layer, std::vector<float>* tokens) const {
-  const LayerState& l = layers_[layer];
-  const int hd = geo_.head_dim;
-  const int group = geo_.n_heads / geo_.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const float per_head = 1.0f / static_cast<float>(group);
-  const int64_t n_tokens = ResidentTokens(l);
-  tokens->assign(static_cast<size_t>(n_tokens) * geo_.n_kv_heads, 0.0f);  // [kv head][token]
-  thread_local std::vector<float> scores;
-  for (int s = 0; s < l.obs_filled; ++s) {
-    const int32_t qpos = l.obs_pos[s];
-    const int64_t logical =
-        std::upper_bound(pos_.data(), pos_.data() + l.count, qpos) - pos_.data();
-    const int64_t visible = ResidentPrefix(l, logical);
-    if (visible == 0) continue;
-    scores.resize(static_cast<size_t>(group) * visible);
-    const float* qs = l.obs_queries.data() + static_cast<int64_t>(s) * geo_.n_heads * hd;
-    for (int h = 0; h < geo_.n_kv_heads; ++h) {
-      ScoreRange(layer, h, 0, visible, qs + static_cast<int64_t>(h) * group * hd, group,
-                 scores.data(), visible, scale);
-      for (int g = 0; g < group; ++g) {
-        float* row = scores.data() + static_cast<int64_t>(g) * visible;
-        const float inv = per_head / ExpShiftSum(row, visible, MaxOf(row, visible));
-        float* out = tokens->data() + h * n_tokens;
-        for (int64_t j = 0; j < visible; ++j) out[j] += row[j] * inv;
-      }
-    }
-  }
+  if (observation_.remembering()) observation_.Remember(layer, n, pos, q);
 }
 
 void TieredCache::DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
                              std::vector<int32_t>* positions) const {
-  const LayerState& l = layers_[layer];
+  const LayerWindows& l = table_.layer(layer);
   const int hd = geo_.head_dim, n_kv = geo_.n_kv_heads;
-  const int64_t n = ResidentTokens(l);
+  const int window = config_.window;
+  const int64_t n = table_.ResidentTokens(l);
   const int64_t row = int64_t{n_kv} * hd;
   keys->assign(n * row, 0.0f);
   values->assign(n * row, 0.0f);
   positions->assign(n, 0);
-  const int sink = SinkTokens(l);
+  const int sink = table_.SinkTokens(l);
   for (int t = 0; t < sink; ++t) {
-    (*positions)[t] = pos_[t];
+    (*positions)[t] = table_.position(t);
     for (int h = 0; h < n_kv; ++h) {
       Fp16ToFp32Row(SinkK(l, h) + t * hd, keys->data() + t * row + h * hd, hd);
       Fp16ToFp32Row(SinkV(l, h) + t * hd, values->data() + t * row + h * hd, hd);
     }
   }
-  std::vector<float> rows(static_cast<size_t>(window_) * hd);
+  std::vector<float> rows(static_cast<size_t>(window) * hd);
   for (size_t k = 0; k < l.windows.size(); ++k) {
     const WindowRecord& w = l.windows[k];
-    const int tokens = WindowTokens(l, w);
-    const int64_t r0 = sink + static_cast<int64_t>(k) * window_;
-    const int32_t* wpos = pos_.data() + FirstToken(w.index);
+    const int tokens = table_.WindowTokens(l, w);
+    const int64_t r0 = sink + static_cast<int64_t>(k) * window;
+    const int32_t* wpos = table_.positions() + table_.FirstToken(w.index);
     for (int t = 0; t < tokens; ++t) (*positions)[r0 + t] = wpos[t];
     for (int h = 0; h < n_kv; ++h) {
       if (w.tier == Tier::kFp16) {
@@ -298,31 +239,6 @@ void TieredCache::DenseLayer(int layer, std::vector<float>* keys, std::vector<fl
       }
     }
   }
-}
-
-void TieredCache::HoldObservation() {
-  for (LayerState& l : layers_) {
-    l.obs_queries.resize(static_cast<size_t>(config_.snapkv_window) * geo_.n_heads * geo_.head_dim);
-    l.obs_pos.resize(config_.snapkv_window);
-    l.obs_filled = l.obs_next = 0;
-  }
-  obs_held_ = true;
-}
-
-void TieredCache::ReleaseObservation() {
-  for (LayerState& l : layers_) {
-    l.obs_queries = {};
-    l.obs_pos = {};
-    l.obs_filled = l.obs_next = 0;
-  }
-  obs_held_ = false;
-  remember_queries_ = false;
-}
-
-// A prompt's queries are observed from its first batch on; generated tokens' are not.
-void TieredCache::BeginBatch(BatchKind kind) {
-  remember_queries_ = observing_ && kind != BatchKind::kGenerated;
-  if (remember_queries_ && !obs_held_) HoldObservation();
 }
 
 }  // namespace qevict

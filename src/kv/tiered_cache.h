@@ -11,14 +11,19 @@
 // accumulates each window's attention mass in the same pass. At routing steps a Policy turns
 // the band's scores and the byte budget into a Plan; only this class applies it.
 //
-// Where each part lives:
-//   tiered_cache.cc      layout of the windows, runs, storing tokens, batches, views;
-//   tiered_ledger.cc     the byte ledger: charged bytes, floors, the budget, peaks, KvStats;
-//   tiered_attention.cc  attention over the tiers, window mass, the observation buffer;
+// TieredCache orchestrates parts that are tested and read on their own:
+//   window_table.h       the windows of every layer: tier, block, position, scores, invariants;
+//   window_store.h       the memory: block pools per block size and the cold store;
+//   byte_ledger.h        every byte figure: charged bytes, floors, the budget, peaks, KvStats;
+//   observation_buffer.h the latest prompt queries the query-aware sources read;
+//   score_sources.h      where routing scores come from (attention mass, query-aware,
+//                        reconstruction, key norm, expected attention), behind one interface.
+// Its own files hold what it does with them:
+//   tiered_cache.cc      runs, storing tokens, batches;
+//   tiered_attention.cc  attention over the tiers (and the mass it accumulates);
 //   tiered_routing.cc    routing steps: the policy's plan, applying it, compaction;
 //   tiered_fork.cc       forks of a prefix cache (one prefill, every policy);
-//   tiered_state.cc      the state saved to and restored from a prompt cache file;
-//   window_store.cc      the memory: block pools per block size and the cold store.
+//   tiered_state.cc      the state saved to and restored from a prompt cache file.
 #pragma once
 
 #include <cstdint>
@@ -30,33 +35,17 @@
 #include "kv/full_cache.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_config.h"
+#include "kv/byte_ledger.h"
 #include "kv/kv_quantizer.h"
+#include "kv/observation_buffer.h"
 #include "kv/routing.h"
-#include "kv/window_mass.h"
+#include "kv/score_sources.h"
 #include "kv/window_store.h"
+#include "kv/window_table.h"
 
 namespace qevict {
 
-// One window of one layer, for diagnostics (missed mass, FMM, tier maps).
-struct WindowInfo {
-  int64_t index = 0;        // window number within the layer (0 = first after the sinks)
-  int64_t first_token = 0;  // index of its first token in the run (sinks + index * W)
-  int32_t first_pos = 0;    // position of its first token
-  int n_tokens = 0;         // W, fewer for the window still being filled
-  Tier tier = Tier::kFp16;
-  bool in_band = false;     // false while it holds any of the last R tokens
-  float score = 0.0f;       // importance as policies see it (0 for evicted windows)
-  float last_mass = 0.0f;   // attention mass from the latest query (0 for evicted windows)
-};
-
-struct WindowView {
-  int layer = 0;
-  int sink_tokens = 0;  // tokens before window 0
-  int window = 0;       // W
-  std::vector<WindowInfo> windows;  // every window created so far, evicted ones included
-};
-
-class TieredCache : public KvCache {
+class TieredCache : public KvCache, private ResidentReader {
  public:
   TieredCache(const KvConfig& config, const KvGeometry& geometry, const Rope& rope,
               std::unique_ptr<Policy> policy);
@@ -69,11 +58,11 @@ class TieredCache : public KvCache {
               ThreadPool& pool) override;
   void BeginBatch(BatchKind kind) override;
   void EndBatch(BatchKind kind, ThreadPool& pool) override;
-  KvStats Stats() const override;
+  KvStats Stats() const override { return ledger_.Stats(); }
   void SaveState(ByteWriter& out) const override;  // kv/tiered_state.cc
   void LoadState(ByteReader& in) override;
   const KvGeometry& geometry() const override { return geo_; }
-  int64_t n_tokens() const override { return layers_.back().count; }
+  int64_t n_tokens() const override { return table_.layers().back().count; }
 
   // Forks (one prefill, every policy and budget; src/kv/tiered_fork.cc). A cache told to keep
   // statistics for forks before BeginRun never routes and accumulates everything any policy
@@ -104,14 +93,20 @@ class TieredCache : public KvCache {
   // copies of the windows it demotes before their fp16 slabs are compacted (up to the Q tier's
   // share of the budget). For admission control (server/kv_reservation.h).
   static int64_t MappedSlackBytes(const KvConfig& config, const KvGeometry& geometry,
-                                  int64_t budget_bytes, bool quantizes);
+                                  int64_t budget_bytes, bool quantizes) {
+    return ByteLedger::MappedSlackBytes(config, geometry, budget_bytes, quantizes);
+  }
   // The observation buffer a policy that observes prompt ends holds (charged to the budget).
-  static int64_t ObservationBytesFor(const KvConfig& config, const KvGeometry& geometry);
+  static int64_t ObservationBytesFor(const KvConfig& config, const KvGeometry& geometry) {
+    return ByteLedger::ObservationBytesFor(config, geometry);
+  }
 
   // Window scores computed outside the cache (reconstruction scoring: engine/reconstruction.h),
   // by window index, for the next routing step at a prompt end (LayerBand::external), which
   // consumes them. A prefix cache kept for forks never routes: its forks copy them.
-  void SetExternalScores(int layer, std::vector<float> scores);
+  void SetExternalScores(int layer, std::vector<float> scores) {
+    external_->Accept(layer, std::move(scores));
+  }
   // Whether the policy routes on reconstruction scores, which the engine must compute and hand
   // over (SetExternalScores) before the first prompt's end is routed.
   bool wants_reconstruction() const {
@@ -119,13 +114,15 @@ class TieredCache : public KvCache {
   }
 
   // Read-only diagnostics.
-  WindowView View(int layer) const;
+  WindowView View(int layer) const { return table_.View(layer); }
   const KvConfig& config() const { return config_; }
-  std::optional<int64_t> budget() const { return budget_; }  // nullopt: no limit
+  std::optional<int64_t> budget() const { return ledger_.budget(); }  // nullopt: no limit
   // Bytes of live blocks recounted from the allocators' own free lists, plus metadata: must
   // equal Stats().resident_bytes() (tests check it).
-  int64_t AllocatorResidentBytes() const;
-  int64_t resident_bytes() const;
+  int64_t AllocatorResidentBytes() const { return ledger_.AllocatorResidentBytes(); }
+  int64_t resident_bytes() const { return ledger_.ResidentBytes(); }
+  // The window table's invariants (throws std::logic_error naming the broken one).
+  void CheckInvariants() const { table_.CheckInvariants(); }
   // The resident keys (after RoPE) and values of a layer in fp32 as attention sees them
   // (quantized windows dequantized by the scalar reference path), in attention order, with their
   // positions. keys/values: [tokens][n_kv_heads][head_dim]. For tests and diagnostics.
@@ -133,65 +130,30 @@ class TieredCache : public KvCache {
                   std::vector<int32_t>* positions) const override;
 
  private:
-  struct WindowRecord {     // metadata of one resident window, charged to the budget
-    uint32_t block;         // handle in the pool of its tier
-    int32_t cold_slot;      // exact recovery: slot of its fp16 original, -1 if none
-    int32_t index;          // window number within the layer
-    Tier tier;
-    float mass_sum;         // importance accumulator (cumulative or decayed sum)
-    float observers;        // queries that could attend it (for ScoreMode::kNormalized)
-    float last_mass;        // mass from the latest query
-  };
-  static_assert(sizeof(WindowRecord) == 28, "metadata charged per resident window");
-  struct LayerState {
-    int64_t count = 0;                  // tokens stored in this run
-    uint32_t sink_block = BlockPool::kNoBlock;
-    std::vector<WindowRecord> windows;  // resident windows, oldest first
-    int64_t evicted = 0;
-    // Latest queries (after RoPE) for policies that observe the prompt's end (snapkv).
-    std::vector<float> obs_queries;     // [snapkv_window][n_heads][head_dim]
-    std::vector<int32_t> obs_pos;       // [snapkv_window]
-    int obs_filled = 0, obs_next = 0;
-    // External window scores for the next prompt-end routing step (SetExternalScores, or the
-    // key-norm / expected-attention priors), by window index; empty once consumed.
-    std::vector<float> external;
-  };
+  // ResidentReader: what score sources read.
+  const WindowTable& table() const override { return table_; }
+  const ObservationBuffer& observation() const override { return observation_; }
+  const Rope& rope() const override { return rope_; }
+  void ScoreRange(int layer, int head, int64_t begin, int64_t end, const float* q, int n_q,
+                  float* scores, int64_t ld, float scale) const override;
 
-  // Layout (tiered_cache.cc) and the byte ledger (tiered_ledger.cc).
-  int SinkTokens(const LayerState& l) const;
-  int64_t ResidentTokens(const LayerState& l) const;
-  int64_t ResidentPrefix(const LayerState& l, int64_t logical) const;
-  int WindowTokens(const LayerState& l, const WindowRecord& w) const;
-  size_t BandSize(const LayerState& l) const;
-  int64_t FirstToken(int64_t window_index) const { return sinks_ + window_index * window_; }
-  float ScoreOf(const WindowRecord& w) const;
-  void SetBudget(int64_t prompt_tokens, int64_t max_new_tokens);
-  int64_t MetaBytes() const;
-  int64_t ObservationBytes() const;
-  int64_t ReservedBytes() const;
-  int64_t FloorBytes(const LayerState& l) const;
-  int64_t NextTokenGrowth() const;
-  int64_t WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) const;
-  void UpdatePeaks();
-  void ReleaseWindow(WindowRecord& w);
-  uint16_t* SinkK(const LayerState& l, int head) const;
-  uint16_t* SinkV(const LayerState& l, int head) const;
+  // Storage of a token's rows (tiered_cache.cc) and reads of them (tiered_attention.cc).
+  uint16_t* SinkK(const LayerWindows& l, int head) const;
+  uint16_t* SinkV(const LayerWindows& l, int head) const;
   uint16_t* FpK(const WindowRecord& w, int head) const;
   uint16_t* FpV(const WindowRecord& w, int head) const;
-
-  // Attention over the tiers (tiered_attention.cc).
-  void ScoreRange(int layer, int head, int64_t begin, int64_t end, const float* q, int n_q,
-                  float* scores, int64_t ld, float scale) const;
   void AccumulateRange(int layer, int head, int64_t begin, int64_t end, const float* p, int n_q,
                        int64_t ld, float* acc) const;
-  void PrefetchWindow(const LayerState& l, size_t k, int head, bool keys) const;
-  void UpdateScores(LayerState& l, int n, const int64_t* visible);
-  void RememberQueries(LayerState& l, int n, const int32_t* pos, const float* q);
-  void ComputeObservation(int layer, std::vector<float>* tokens) const;
-  void HoldObservation();     // allocates the observation buffers, empty
-  void ReleaseObservation();  // frees them (after the prompt end's routing step used them)
-  // Key-norm or expected-attention window scores of a layer (tiered_priors.cc).
-  void ComputePriors(int layer, std::vector<float>* scores) const;
+  void PrefetchWindow(const LayerWindows& l, size_t k, int head, bool keys) const;
+
+  // Whether the attention pass accumulates window mass (the policy routes on it under a
+  // budget) and whether prompt queries are observed; a cache kept for forks does both.
+  bool scoring() const { return for_forks_ || (policy_->wants_scores() && ledger_.budget()); }
+  bool observing() const {
+    return for_forks_ || (policy_->wants_observation() && ledger_.budget());
+  }
+  void SetBudget(int64_t prompt_tokens, int64_t max_new_tokens);
+  void ReleaseWindow(WindowRecord& w);
 
   // Routing (tiered_routing.cc).
   void Route(BatchKind trigger, ThreadPool& pool);
@@ -204,50 +166,35 @@ class TieredCache : public KvCache {
   KvGeometry geo_;
   const Rope& rope_;
   std::unique_ptr<Policy> policy_;
-  const int window_, sinks_, recent_;
   const QuantLayout qlayout_;
-  const int64_t fp_block_bytes_;    // [2][n_kv_heads][W][head_dim] fp16
-  const int64_t sink_block_bytes_;  // [2][n_kv_heads][S][head_dim] fp16
-  const int64_t max_windows_;       // per layer and run
 
-  WindowStore store_;  // the bytes of sinks and windows (and the cold store)
+  // The parts.
+  WindowStore store_;              // the bytes of sinks and windows (and the cold store)
+  WindowTable table_;              // which window is where
+  ObservationBuffer observation_;  // the latest prompt queries
+  ByteLedger ledger_;              // every byte figure (reads the three above)
+  AttentionMassSource mass_;       // score sources
+  QueryAwareSource query_;
+  std::unique_ptr<WindowScoreSource> external_;
 
-  std::vector<LayerState> layers_;
-  std::vector<int32_t> pos_;  // [max_tokens] position of every stored token (all layers agree)
-  std::vector<int64_t> visible_;  // [n] scratch of Attend
-  WindowMassObserver mass_;
-  bool scoring_ = false;      // accumulate window mass (policy wants it and a budget applies)
-  bool observing_ = false;    // keep the latest queries for observation
-  // The observation buffers are allocated (from a prompt's first batch until the routing step
-  // that ends it consumed them) and the current batch's queries go into them.
-  bool obs_held_ = false;
-  bool remember_queries_ = false;
+  // Where the run is between routing steps (saved with the cache).
+  struct RouteClock {
+    bool routed = false;       // the first routing step has happened
+    bool over_budget = false;  // the last routing step could not meet the budget
+    // The run's first prompt end has been routed: it alone takes external scores.
+    bool first_prompt_end_done = false;
+    int64_t since_route = 0;      // generated tokens since the last routing step
+    int64_t tokens_at_route = 0;  // tokens stored when the last routing step ran
+    BatchKind last_batch = BatchKind::kGenerated;  // the kind of the last EndBatch
+  };
+  RouteClock clock_;
   bool for_forks_ = false;    // KeepStatisticsForForks(): score and observe, never route
   bool scores_known_ = true;  // false for a WithWindow() prefix: its window scores are zero
-  // The run's first prompt end has been routed: it alone takes external scores (handed over or
-  // computed as key-norm / expected-attention priors).
-  bool priors_done_ = false;
-  BatchKind last_batch_ = BatchKind::kGenerated;  // the kind of the last EndBatch
 
-  // Run state.
-  std::optional<int64_t> budget_;  // KvConfig::BudgetBytes of the run; nullopt: no limit
-  int64_t prompt_tokens_ = 0;  // tokens fed before the current turn's generation
-  int64_t run_tokens_ = 0;     // those + max_new_tokens of the current turn
-  bool routed_ = false;        // the first routing step has happened
-  bool over_budget_ = false;   // the last routing step could not meet the budget
-  int64_t since_route_ = 0;    // generated tokens since the last routing step
-  int64_t tokens_at_route_ = 0;  // tokens stored when the last routing step ran
-  KvStats stats_;              // counters; bytes are filled in by Stats()
-  int64_t batch_peak_ = 0;     // max resident bytes since the last EndBatch
-  int64_t peak_reserved_ = 0;  // max of ReservedBytes() over the run
-  double sum_resident_ = 0, sum_fp16_ = 0, sum_quant_ = 0;
-  int64_t samples_ = 0;
-
-  // Routing scratch, reused across steps.
+  // Scratch of Attend and of routing steps, reused.
+  std::vector<int64_t> visible_;
   Plan plan_;
   std::vector<std::vector<BandWindow>> band_views_;
-  std::vector<std::vector<float>> observation_;
-  std::vector<std::vector<int64_t>> observation_offsets_;
   std::vector<LayerBand> layer_bands_;
   std::vector<double> weights_;
 };

@@ -38,45 +38,34 @@ std::unique_ptr<TieredCache> TieredCache::Fork(const KvConfig& config,
   fork->for_forks_ = keep_statistics;
   fork->scores_known_ = scores_known_;
   fork->store_.CopyFrom(store_);
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    LayerState& to = fork->layers_[i];
-    const LayerState& from = layers_[i];
-    to.count = from.count;
-    to.sink_block = from.sink_block;
-    to.windows = from.windows;  // the reserve of the constructor is kept by assignment
-    to.evicted = from.evicted;
-    to.obs_queries = from.obs_queries;
-    to.obs_pos = from.obs_pos;
-    to.obs_filled = from.obs_filled;
-    to.obs_next = from.obs_next;
-    to.external = from.external;
-  }
-  std::copy(pos_.begin(), pos_.begin() + layers_.front().count, fork->pos_.begin());
+  fork->table_.layers() = table_.layers();  // the reserve of the constructor is kept by assignment
+  const int64_t count = table_.stored_tokens();
+  std::copy(table_.positions(), table_.positions() + count, fork->table_.mutable_positions());
+  fork->observation_.CopyFrom(observation_);
+  fork->external_->CopyFrom(*external_);
 
   // Counters of a run that has read the prompt and not routed yet.
-  fork->stats_ = KvStats{};
-  fork->stats_.peak_bytes = stats_.peak_bytes;
-  fork->stats_.peak_fp16_bytes = stats_.peak_fp16_bytes;
-  fork->stats_.peak_quant_bytes = stats_.peak_quant_bytes;
-  fork->stats_.prefill_peak_bytes = stats_.prefill_peak_bytes;
-  fork->SetBudget(prompt_tokens_, run_tokens_ - prompt_tokens_);
+  KvStats counters;
+  counters.peak_bytes = ledger_.counters().peak_bytes;
+  counters.peak_fp16_bytes = ledger_.counters().peak_fp16_bytes;
+  counters.peak_quant_bytes = ledger_.counters().peak_quant_bytes;
+  counters.prefill_peak_bytes = ledger_.counters().prefill_peak_bytes;
+  fork->ledger_.set_counters(counters);
+  fork->SetBudget(ledger_.prompt_tokens(), ledger_.run_tokens() - ledger_.prompt_tokens());
   fork->policy_->BeginRun();
-  fork->batch_peak_ = batch_peak_;
-  fork->peak_reserved_ = peak_reserved_;
-  fork->obs_held_ = obs_held_;
-  fork->remember_queries_ = remember_queries_ && fork->observing_;
-  if (!fork->observing_ && obs_held_) {
+  ByteLedger::Peaks peaks;
+  peaks.batch_peak = ledger_.peaks().batch_peak;
+  peaks.peak_reserved = ledger_.peaks().peak_reserved;
+  fork->ledger_.set_peaks(peaks);
+  fork->observation_.set_remembering(observation_.remembering() && fork->observing());
+  if (!fork->observing() && observation_.held()) {
     // A policy that does not observe never held the buffer the prefix kept while it read the
     // prompt: its peaks are the prefix's without it.
-    fork->ReleaseObservation();
-    const int64_t observation = ObservationBytes();
-    for (int64_t* peak : {&fork->stats_.peak_bytes, &fork->stats_.prefill_peak_bytes,
-                          &fork->batch_peak_, &fork->peak_reserved_}) {
-      *peak -= observation;
-    }
+    fork->observation_.Release();
+    fork->ledger_.SubtractFromPeaks(observation_.bytes());
   }
   // The routing step that ended the prompt, now with the fork's policy and budget.
-  if (layers_.front().count > 0) fork->EndBatch(last_batch_, pool);
+  if (count > 0) fork->EndBatch(clock_.last_batch, pool);
   return fork;
 }
 
@@ -90,26 +79,28 @@ std::unique_ptr<TieredCache> TieredCache::WithWindow(int window, int batch_token
   auto out = std::make_unique<TieredCache>(config, geo_, rope, std::move(policy));
   out->for_forks_ = true;
   out->scores_known_ = false;
-  out->BeginRun(prompt_tokens_, run_tokens_ - prompt_tokens_);
-  const int64_t count = layers_.front().count;
-  std::copy(pos_.begin(), pos_.begin() + count, out->pos_.begin());
+  out->BeginRun(ledger_.prompt_tokens(), ledger_.run_tokens() - ledger_.prompt_tokens());
+  const int64_t count = table_.stored_tokens();
+  std::copy(table_.positions(), table_.positions() + count, out->table_.mutable_positions());
   const int hd = geo_.head_dim, n_kv = geo_.n_kv_heads;
-  auto copy_token = [&](const LayerState& from, LayerState& to, int64_t t) {
-    if (t < sinks_) {  // same sinks: the same block, copied whole with the first token
+  const int sinks = config_.sinks, own_window = config_.window;
+  auto copy_token = [&](const LayerWindows& from, LayerWindows& to, int64_t t) {
+    if (t < sinks) {  // same sinks: the same block, copied whole with the first token
       if (t == 0) {
         to.sink_block = out->store_.Allocate(WindowStore::Kind::kSink);
         std::memcpy(out->store_.data(WindowStore::Kind::kSink, to.sink_block),
-                    store_.data(WindowStore::Kind::kSink, from.sink_block), sink_block_bytes_);
+                    store_.data(WindowStore::Kind::kSink, from.sink_block),
+                    ledger_.sink_block_bytes());
       }
       return;
     }
-    const WindowRecord& src = from.windows[(t - sinks_) / window_];
+    const WindowRecord& src = from.windows[(t - sinks) / own_window];
     QEVICT_CHECK(src.tier == Tier::kFp16);
-    const int64_t src_row = (t - sinks_) % window_;
-    const int64_t dst_row = (t - sinks_) % window;
+    const int64_t src_row = (t - sinks) % own_window;
+    const int64_t dst_row = (t - sinks) % window;
     if (dst_row == 0) {
       to.windows.push_back(WindowRecord{out->store_.Allocate(WindowStore::Kind::kFp16), -1,
-                                        static_cast<int32_t>((t - sinks_) / window),
+                                        static_cast<int32_t>((t - sinks) / window),
                                         Tier::kFp16, 0.0f, 0.0f, 0.0f});
     }
     const WindowRecord& dst = to.windows.back();
@@ -123,48 +114,43 @@ std::unique_ptr<TieredCache> TieredCache::WithWindow(int window, int batch_token
   // Blocks are taken in the order a prefill of `batch_tokens`-token chunks takes them (chunk by
   // chunk, layer by layer), so the slabs, and what a routing step's compaction frees, are the
   // same as in a prefix that read the prompt.
-  for (const LayerState& from : layers_) QEVICT_CHECK(from.count == count && from.evicted == 0);
+  for (const LayerWindows& from : table_.layers()) {
+    QEVICT_CHECK(from.count == count && from.evicted == 0);
+  }
   const int64_t step = std::max<int64_t>(1, batch_tokens);
+  const int n_layers = table_.n_layers();
   for (int64_t begin = 0; begin < count; begin += step) {
     const int64_t end = std::min(count, begin + step);
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      for (int64_t t = begin; t < end; ++t) copy_token(layers_[i], out->layers_[i], t);
-      out->layers_[i].count = end;
+    for (int i = 0; i < n_layers; ++i) {
+      for (int64_t t = begin; t < end; ++t) copy_token(table_.layer(i), out->table_.layer(i), t);
+      out->table_.layer(i).count = end;
     }
   }
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    const LayerState& from = layers_[i];
-    LayerState& to = out->layers_[i];
-    to.obs_queries = from.obs_queries;
-    to.obs_pos = from.obs_pos;
-    to.obs_filled = from.obs_filled;
-    to.obs_next = from.obs_next;
-  }
-  out->obs_held_ = obs_held_;
-  out->remember_queries_ = remember_queries_;
-  out->priors_done_ = priors_done_;
-  out->last_batch_ = last_batch_;
+  out->observation_.CopyFrom(observation_);
+  out->clock_.first_prompt_end_done = clock_.first_prompt_end_done;
+  out->clock_.last_batch = clock_.last_batch;
   // Nothing was ever freed: the peaks of a prefix that read the prompt are its present bytes.
-  out->UpdatePeaks();
-  out->stats_.prefill_peak_bytes = out->batch_peak_;
+  out->ledger_.UpdatePeaks();
+  out->ledger_.counters().prefill_peak_bytes = out->ledger_.peaks().batch_peak;
   return out;
 }
 
 std::unique_ptr<FullCache> TieredCache::ForkFull(const Rope& rope) const {
   QEVICT_CHECK(for_forks_);
   auto full = std::make_unique<FullCache>(geo_, rope);
-  full->BeginRun(prompt_tokens_, run_tokens_ - prompt_tokens_);
+  full->BeginRun(ledger_.prompt_tokens(), ledger_.run_tokens() - ledger_.prompt_tokens());
   for (int layer = 0; layer < geo_.n_layers; ++layer) {
-    const LayerState& l = layers_[layer];
-    const int sink_tokens = SinkTokens(l);
+    const LayerWindows& l = table_.layer(layer);
+    const int sink_tokens = table_.SinkTokens(l);
     if (sink_tokens > 0) {
-      full->AppendFp16Rows(layer, sink_tokens, pos_.data(), SinkK(l, 0), SinkV(l, 0), sinks_);
+      full->AppendFp16Rows(layer, sink_tokens, table_.positions(), SinkK(l, 0), SinkV(l, 0),
+                           config_.sinks);
     }
     for (const WindowRecord& w : l.windows) {
       QEVICT_CHECK(w.tier == Tier::kFp16);
-      const int64_t first = FirstToken(w.index);
-      full->AppendFp16Rows(layer, WindowTokens(l, w), pos_.data() + first, FpK(w, 0), FpV(w, 0),
-                           window_);
+      const int64_t first = table_.FirstToken(w.index);
+      full->AppendFp16Rows(layer, table_.WindowTokens(l, w), table_.positions() + first, FpK(w, 0),
+                           FpV(w, 0), config_.window);
     }
   }
   return full;

@@ -15,52 +15,32 @@ namespace qevict {
 
 void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   const int n_layers = geo_.n_layers;
-  const bool unlimited = !budget_;
-  const int64_t record = static_cast<int64_t>(sizeof(WindowRecord));
-  const int64_t fp_cost = fp_block_bytes_ + record;
-  const int64_t q_cost = qlayout_.bytes + record;
-  const int64_t reserve = NextTokenGrowth();
+  const std::optional<int64_t> budget = ledger_.budget();
+  const bool unlimited = !budget;
+  const int64_t fp_cost = ledger_.fp_window_cost();
+  const int64_t q_cost = ledger_.q_window_cost();
+  const int64_t reserve = ledger_.NextTokenGrowth();
 
-  // The observation of the latest prompt queries (the prompt's end, or a bounded prefill's
-  // chunk end). The buffers it came from are freed before the budget is shared out, so they
-  // never take budget from the windows; the next prompt batch allocates them again.
-  band_views_.resize(n_layers);
-  layer_bands_.resize(n_layers);
-  observation_.resize(n_layers);
-  observation_offsets_.resize(n_layers);
-  const bool observe = observing_ && obs_held_ && trigger != BatchKind::kGenerated;
-  if (observe) {
-    pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
-      for (int64_t l = first; l < last; ++l) ComputeObservation(static_cast<int>(l), &observation_[l]);
-    });
+  // The score sources prepare this step: the observation of the latest prompt queries (the
+  // prompt's end, or a bounded prefill's chunk end), and the window scores of the run's first
+  // prompt end (handed over, or computed from the keys and the observed queries). The
+  // observation buffer they read is freed before the budget is shared out, so it never takes
+  // budget from the windows; the next prompt batch allocates it again.
+  ScoreStep step;
+  step.trigger = trigger;
+  step.first_prompt_end = trigger == BatchKind::kPromptEnd && !clock_.first_prompt_end_done;
+  step.limited = !unlimited;
+  BandScoreSource* const sources[] = {&mass_, &query_, external_.get()};
+  for (BandScoreSource* source : sources) {
+    ledger_.counters().prior_seconds += source->Prepare(step, *this, pool);
   }
-  // External scores are for the run's first prompt end only (reconstruction handed over before
-  // it; key-norm and expected-attention priors computed here, before the observation buffer
-  // they read is freed); any given later are dropped.
-  const bool first_prompt_end = trigger == BatchKind::kPromptEnd && !priors_done_;
-  if (!first_prompt_end) {
-    for (LayerState& l : layers_) l.external = {};
-  }
-  if (budget_ && first_prompt_end && policy_->wants_external_scores() &&
-      config_.score_source != ScoreSource::kReconstruction) {
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
-      for (int64_t l = first; l < last; ++l) {
-        ComputePriors(static_cast<int>(l), &layers_[l].external);
-      }
-    });
-    stats_.prior_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  if (trigger != BatchKind::kGenerated) ReleaseObservation();
+  if (trigger != BatchKind::kGenerated) observation_.Release();
 
   // Bytes left for the bands once every floor (sinks, recent, positions, next token) is paid.
   int64_t total = RoutingContext::kUnlimited;
   bool short_of_floor = false;
   if (!unlimited) {
-    int64_t floors = layers_.front().count * int64_t{4} + reserve + ObservationBytes();
-    for (const LayerState& l : layers_) floors += FloorBytes(l);
-    total = *budget_ - floors;
+    total = *budget - ledger_.FloorsOfAllLayers();
     if (total < 0) {
       short_of_floor = true;
       total = 0;
@@ -71,26 +51,22 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   double weight_sum = 0.0;
   for (double w : weights_) weight_sum += w;
 
+  band_views_.resize(n_layers);
+  layer_bands_.resize(n_layers);
   for (int l = 0; l < n_layers; ++l) {
-    const LayerState& state = layers_[l];
-    const size_t band = BandSize(state);
+    const LayerWindows& state = table_.layer(l);
+    const size_t band = table_.BandSize(state);
     std::vector<BandWindow>& view = band_views_[l];
     view.resize(state.windows.size());  // the band, then the recent windows
     for (size_t j = 0; j < view.size(); ++j) {
       const WindowRecord& w = state.windows[j];
-      view[j] = BandWindow{w.index, pos_[FirstToken(w.index)], w.tier, ScoreOf(w), w.last_mass};
-    }
-    observation_offsets_[l].resize(observe ? state.windows.size() : 0);
-    for (size_t j = 0; j < observation_offsets_[l].size(); ++j) {
-      observation_offsets_[l][j] = SinkTokens(state) + static_cast<int64_t>(j) * window_;
+      view[j] = BandWindow{w.index, table_.position(table_.FirstToken(w.index)), w.tier};
     }
     LayerBand& lb = layer_bands_[l];
+    lb = LayerBand{};
+    for (const BandScoreSource* source : sources) source->Describe(l, *this, view, lb);
     lb.windows = std::span<const BandWindow>(view).first(band);
     lb.recent = std::span<const BandWindow>(view).subspan(band);
-    lb.observation_heads = geo_.n_kv_heads;
-    lb.observation = observe ? std::span<const float>(observation_[l]) : std::span<const float>();
-    lb.observation_offsets = observation_offsets_[l];
-    lb.external = state.external;
     lb.first_recent_index = band < state.windows.size() ? state.windows[band].index
                             : state.windows.empty()     ? 0
                                                         : state.windows.back().index + 1;
@@ -105,14 +81,12 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   context.fp_window_bytes = fp_cost;
   context.q_window_bytes = q_cost;
   context.trigger = trigger;
-  context.first_routing = !routed_;
-  context.routing_step = stats_.routing_steps;
+  context.first_routing = !clock_.routed;
+  context.routing_step = ledger_.counters().routing_steps;
   plan_.ResetTo(context);
   policy_->Route(context, &plan_);
-  if (trigger != BatchKind::kGenerated) {
-    for (LayerState& l : layers_) l.external = {};  // consumed by this prompt's routing step
-  }
-  if (first_prompt_end) priors_done_ = true;
+  for (BandScoreSource* source : sources) source->Consumed(step);
+  if (step.first_prompt_end) clock_.first_prompt_end_done = true;
 
   // A plan must fit each layer's band budget unless the policy declares it cannot.
   QEVICT_CHECK(plan_.targets.size() == static_cast<size_t>(n_layers));
@@ -125,22 +99,22 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   }
 
   Apply(plan_, pool);
-  stats_.routed_reserved_peak_bytes =
-      std::max(stats_.routed_reserved_peak_bytes, ReservedBytes());
-  routed_ = true;
-  over_budget_ = plan_.infeasible || short_of_floor;
-  since_route_ = 0;
-  ++stats_.routing_steps;
-  if ((plan_.infeasible || short_of_floor) && !stats_.infeasible) {
-    stats_.infeasible = true;
-    stats_.note = plan_.infeasible
-                      ? plan_.note
-                      : "budget of " + std::to_string(*budget_) +
-                            " bytes cannot hold the sinks and recent windows at token " +
-                            std::to_string(layers_.front().count);
+  ledger_.AfterRoutingStep();
+  KvStats& counters = ledger_.counters();
+  clock_.routed = true;
+  clock_.over_budget = plan_.infeasible || short_of_floor;
+  clock_.since_route = 0;
+  ++counters.routing_steps;
+  if ((plan_.infeasible || short_of_floor) && !counters.infeasible) {
+    counters.infeasible = true;
+    counters.note = plan_.infeasible
+                        ? plan_.note
+                        : "budget of " + std::to_string(*budget) +
+                              " bytes cannot hold the sinks and recent windows at token " +
+                              std::to_string(table_.stored_tokens());
   }
   if (!unlimited && !plan_.infeasible && !short_of_floor) {
-    QEVICT_CHECK(resident_bytes() + reserve <= *budget_);
+    QEVICT_CHECK(ledger_.ResidentBytes() + reserve <= *budget);
   }
 }
 
@@ -148,7 +122,7 @@ void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
   const int n_layers = geo_.n_layers;
   // Evictions first (serial): they only free memory.
   for (int l = 0; l < n_layers; ++l) {
-    LayerState& state = layers_[l];
+    LayerWindows& state = table_.layer(l);
     const std::vector<Tier>& targets = plan.targets[l];
     for (size_t j = 0; j < targets.size(); ++j) {
       WindowRecord& w = state.windows[j];
@@ -157,11 +131,11 @@ void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
       if (targets[j] == Tier::kEvicted) {
         ReleaseWindow(w);
         ++state.evicted;
-        ++stats_.evictions;
+        ++ledger_.counters().evictions;
       } else if (targets[j] == Tier::kQuant) {
-        ++stats_.demotions;
+        ++ledger_.counters().demotions;
       } else {
-        ++stats_.promotions;
+        ++ledger_.counters().promotions;
       }
     }
   }
@@ -173,7 +147,7 @@ void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
       for (int64_t l = first; l < last; ++l) {
         const std::vector<Tier>& targets = plan.targets[l];
         for (size_t j = 0; j < targets.size(); ++j) {
-          WindowRecord& w = layers_[l].windows[j];
+          WindowRecord& w = table_.layer(static_cast<int>(l)).windows[j];
           if (targets[j] != wanted || w.tier == wanted) continue;
           if (wanted == Tier::kQuant) {
             Demote(w, scratch, bytes);
@@ -184,10 +158,8 @@ void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
       }
     });
   }
-  for (LayerState& state : layers_) {
-    std::erase_if(state.windows, [](const WindowRecord& w) { return w.tier == Tier::kEvicted; });
-  }
-  UpdatePeaks();
+  table_.EraseEvicted();
+  ledger_.UpdatePeaks();
   CompactStore();
 }
 
@@ -195,16 +167,16 @@ void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
 // fewest slabs returns the rest to the OS (docs/kv-cache.md, "Memory").
 void TieredCache::CompactStore() {
   std::vector<uint32_t*> owner[2];  // [tier][handle] where the handle is kept
-  for (LayerState& l : layers_) {
+  for (LayerWindows& l : table_.layers()) {
     for (WindowRecord& w : l.windows) {
       std::vector<uint32_t*>& o = owner[w.tier == Tier::kFp16 ? 0 : 1];
       if (w.block >= o.size()) o.resize(w.block + 1, nullptr);
       o[w.block] = &w.block;
     }
   }
-  stats_.compaction_moves += store_.Compact([&](WindowStore::Kind kind, uint32_t from, uint32_t to) {
+  ledger_.counters().compaction_moves += store_.Compact([&](WindowStore::Kind kind, uint32_t from, uint32_t to) {
     if (kind == WindowStore::Kind::kSink) {
-      for (LayerState& l : layers_) {
+      for (LayerWindows& l : table_.layers()) {
         if (l.sink_block == from) l.sink_block = to;
       }
       return;
@@ -220,19 +192,21 @@ void TieredCache::CompactStore() {
 void TieredCache::Demote(WindowRecord& w, std::vector<float>& scratch,
                          std::vector<uint8_t>& bytes) {
   const int n_kv = geo_.n_kv_heads, hd = geo_.head_dim;
-  const int64_t elems = int64_t{n_kv} * window_ * hd;
+  const int window = config_.window;
+  const int64_t elems = int64_t{n_kv} * window * hd;
   const uint8_t* fp = store_.SharedData(WindowStore::Kind::kFp16, w.block);
   uint8_t* cold = nullptr;
   if (store_.cold() != nullptr && w.cold_slot < 0) w.cold_slot = store_.AllocateCold(&cold);
-  if (cold != nullptr) std::memcpy(cold, fp, fp_block_bytes_);
+  if (cold != nullptr) std::memcpy(cold, fp, ledger_.fp_block_bytes());
   scratch.resize(2 * elems);
   float* keys = scratch.data();  // [n_kv][W][hd]
   float* values = keys + elems;  // [n_kv][W][hd]
   Fp16ToFp32Row(reinterpret_cast<const uint16_t*>(fp), keys, elems);
   Fp16ToFp32Row(reinterpret_cast<const uint16_t*>(fp) + elems, values, elems);
   for (int h = 0; h < n_kv; ++h) {
-    for (int t = 0; t < window_; ++t) {
-      UnRotate(rope_, keys + (int64_t{h} * window_ + t) * hd, pos_[FirstToken(w.index) + t]);
+    for (int t = 0; t < window; ++t) {
+      UnRotate(rope_, keys + (int64_t{h} * window + t) * hd,
+               table_.position(table_.FirstToken(w.index) + t));
     }
   }
   bytes.resize(qlayout_.bytes);
@@ -248,29 +222,31 @@ void TieredCache::Demote(WindowRecord& w, std::vector<float>& scratch,
 void TieredCache::Promote(WindowRecord& w, std::vector<float>& scratch,
                           std::vector<uint8_t>& bytes) {
   const int n_kv = geo_.n_kv_heads, hd = geo_.head_dim;
-  const int64_t elems = int64_t{n_kv} * window_ * hd;
-  bytes.resize(fp_block_bytes_);
+  const int window = config_.window;
+  const int64_t elems = int64_t{n_kv} * window * hd;
+  const int64_t fp_block_bytes = ledger_.fp_block_bytes();
+  bytes.resize(fp_block_bytes);
   if (w.cold_slot >= 0) {
-    std::memcpy(bytes.data(), store_.cold()->data(w.cold_slot), fp_block_bytes_);
+    std::memcpy(bytes.data(), store_.cold()->data(w.cold_slot), fp_block_bytes);
   } else {
     const uint8_t* q = store_.SharedData(WindowStore::Kind::kQuant, w.block);
     scratch.resize(elems);
     uint16_t* k16 = reinterpret_cast<uint16_t*>(bytes.data());
     uint16_t* v16 = k16 + elems;
-    const int32_t* positions = pos_.data() + FirstToken(w.index);
+    const int32_t* positions = table_.positions() + table_.FirstToken(w.index);
     for (int h = 0; h < n_kv; ++h) {
-      float* rows = scratch.data() + int64_t{h} * window_ * hd;
-      DequantizeRotatedKeys(qlayout_, q, h, 0, window_, positions, rope_, rows);
+      float* rows = scratch.data() + int64_t{h} * window * hd;
+      DequantizeRotatedKeys(qlayout_, q, h, 0, window, positions, rope_, rows);
     }
     Fp32ToFp16Row(scratch.data(), k16, elems);
     for (int h = 0; h < n_kv; ++h) {
-      DequantizeValueRows(qlayout_, q, h, 0, window_, scratch.data() + int64_t{h} * window_ * hd);
+      DequantizeValueRows(qlayout_, q, h, 0, window, scratch.data() + int64_t{h} * window * hd);
     }
     Fp32ToFp16Row(scratch.data(), v16, elems);
   }
   uint8_t* dst;
   w.block = store_.Replace(WindowStore::Kind::kQuant, w.block, WindowStore::Kind::kFp16, &dst);
-  std::memcpy(dst, bytes.data(), fp_block_bytes_);
+  std::memcpy(dst, bytes.data(), fp_block_bytes);
   w.tier = Tier::kFp16;
 }
 

@@ -21,18 +21,19 @@ bool FiniteNonNegative(float x) { return std::isfinite(x) && x >= 0.0f; }
 
 void TieredCache::SaveState(ByteWriter& out) const {
   if (for_forks_) throw Error("a prefix cache kept for forks cannot be saved");
-  const int64_t count = layers_.front().count;
-  for (const LayerState& l : layers_) QEVICT_CHECK(l.count == count);
-  CheckSessionPositions({pos_.data(), static_cast<size_t>(count)});
+  const int64_t count = table_.stored_tokens();
+  for (const LayerWindows& l : table_.layers()) QEVICT_CHECK(l.count == count);
+  CheckSessionPositions({table_.positions(), static_cast<size_t>(count)});
   SaveStateTag(kTieredTag, out);
-  out.Pod<int64_t>(fp_block_bytes_);
+  out.Pod<int64_t>(ledger_.fp_block_bytes());
   out.Pod<int64_t>(qlayout_.bytes);
-  out.Pod<int64_t>(sink_block_bytes_);
+  out.Pod<int64_t>(ledger_.sink_block_bytes());
   out.Pod<int64_t>(count);
-  for (const LayerState& l : layers_) {
+  for (int li = 0; li < table_.n_layers(); ++li) {
+    const LayerWindows& l = table_.layer(li);
     out.Pod<int64_t>(l.evicted);
     if (l.sink_block != BlockPool::kNoBlock) {
-      out.Raw(store_.data(WindowStore::Kind::kSink, l.sink_block), sink_block_bytes_);
+      out.Raw(store_.data(WindowStore::Kind::kSink, l.sink_block), ledger_.sink_block_bytes());
     }
     out.Pod<uint64_t>(l.windows.size());
     for (const WindowRecord& w : l.windows) {
@@ -44,37 +45,35 @@ void TieredCache::SaveState(ByteWriter& out) const {
       const WindowStore::Kind kind = WindowStore::KindOf(w.tier);
       out.Raw(store_.data(kind, w.block), store_.block_bytes(kind));
       out.Pod<uint8_t>(w.cold_slot >= 0 ? 1 : 0);
-      if (w.cold_slot >= 0) out.Raw(store_.cold()->data(w.cold_slot), fp_block_bytes_);
+      if (w.cold_slot >= 0) out.Raw(store_.cold()->data(w.cold_slot), ledger_.fp_block_bytes());
     }
-    out.Pod<int32_t>(l.obs_filled);
-    out.Pod<int32_t>(l.obs_next);
-    out.Array<float>(l.obs_queries);
-    out.Array<int32_t>(l.obs_pos);
+    observation_.SaveLayer(li, out);
   }
-  out.Pod<int64_t>(prompt_tokens_);
-  out.Pod<int64_t>(run_tokens_);
-  out.Pod<uint8_t>(routed_ ? 1 : 0);
-  out.Pod<uint8_t>(over_budget_ ? 1 : 0);
-  out.Pod<int64_t>(since_route_);
-  out.Pod<int64_t>(tokens_at_route_);
-  out.Pod<uint8_t>(static_cast<uint8_t>(last_batch_));
-  out.Pod<uint8_t>(obs_held_ ? 1 : 0);
-  out.Pod<uint8_t>(remember_queries_ ? 1 : 0);
-  out.Pod<int64_t>(batch_peak_);
-  out.Pod<int64_t>(peak_reserved_);
-  out.Pod<double>(sum_resident_);
-  out.Pod<double>(sum_fp16_);
-  out.Pod<double>(sum_quant_);
-  out.Pod<int64_t>(samples_);
-  SaveKvStats(stats_, out);
+  const ByteLedger::Peaks& peaks = ledger_.peaks();
+  out.Pod<int64_t>(ledger_.prompt_tokens());
+  out.Pod<int64_t>(ledger_.run_tokens());
+  out.Pod<uint8_t>(clock_.routed ? 1 : 0);
+  out.Pod<uint8_t>(clock_.over_budget ? 1 : 0);
+  out.Pod<int64_t>(clock_.since_route);
+  out.Pod<int64_t>(clock_.tokens_at_route);
+  out.Pod<uint8_t>(static_cast<uint8_t>(clock_.last_batch));
+  out.Pod<uint8_t>(observation_.held() ? 1 : 0);
+  out.Pod<uint8_t>(observation_.remembering() ? 1 : 0);
+  out.Pod<int64_t>(peaks.batch_peak);
+  out.Pod<int64_t>(peaks.peak_reserved);
+  out.Pod<double>(peaks.sum_resident);
+  out.Pod<double>(peaks.sum_fp16);
+  out.Pod<double>(peaks.sum_quant);
+  out.Pod<int64_t>(peaks.samples);
+  SaveKvStats(ledger_.counters(), out);
   policy_->SaveState(out);
 }
 
 void TieredCache::LoadState(ByteReader& in) {
   LoadStateTag(kTieredTag, "the tiered cache", in);
-  if (in.Pod<int64_t>("block size") != fp_block_bytes_ ||
+  if (in.Pod<int64_t>("block size") != ledger_.fp_block_bytes() ||
       in.Pod<int64_t>("block size") != qlayout_.bytes ||
-      in.Pod<int64_t>("block size") != sink_block_bytes_) {
+      in.Pod<int64_t>("block size") != ledger_.sink_block_bytes()) {
     in.Fail("saved with another window, sink, bit-width or head layout");
   }
   const int64_t count = in.Pod<int64_t>("token count");
@@ -83,20 +82,21 @@ void TieredCache::LoadState(ByteReader& in) {
             std::to_string(geo_.max_tokens) + ": raise --ctx-size");
   }
   BeginRun(0, 0);  // empty, the policy reset; everything below overwrites the run's state
-  ReleaseObservation();
-  for (int64_t t = 0; t < count; ++t) pos_[t] = static_cast<int32_t>(t);
-  const int64_t total = count > sinks_ ? (count - sinks_ + window_ - 1) / window_ : 0;
-  const int64_t old_tokens = count - recent_ - sinks_;
-  const int64_t first_recent = old_tokens > 0 ? old_tokens / window_ : 0;
-  const size_t obs_queries =
-      static_cast<size_t>(config_.snapkv_window) * geo_.n_heads * geo_.head_dim;
+  observation_.Release();
+  int32_t* positions = table_.mutable_positions();
+  for (int64_t t = 0; t < count; ++t) positions[t] = static_cast<int32_t>(t);
+  const int sinks = config_.sinks;
+  const int64_t first_recent = table_.FirstRecentIndex(count);
   bool any_obs = false;
-  for (LayerState& l : layers_) {
+  for (int li = 0; li < table_.n_layers(); ++li) {
+    LayerWindows& l = table_.layer(li);
     l.count = count;
+    const int64_t total = table_.CreatedWindows(l);
     l.evicted = in.Pod<int64_t>("evicted windows");
-    if (count > 0 && sinks_ > 0) {
+    if (count > 0 && sinks > 0) {
       l.sink_block = store_.Allocate(WindowStore::Kind::kSink);
-      in.Raw(store_.data(WindowStore::Kind::kSink, l.sink_block), sink_block_bytes_, "sinks");
+      in.Raw(store_.data(WindowStore::Kind::kSink, l.sink_block), ledger_.sink_block_bytes(),
+             "sinks");
     }
     const uint64_t n = in.Pod<uint64_t>("window count");
     if (n > static_cast<uint64_t>(total)) in.Fail("more windows than its tokens make");
@@ -131,7 +131,7 @@ void TieredCache::LoadState(ByteReader& in) {
         if (store_.cold() == nullptr) in.Fail("saved with --kv-recovery exact");
         uint8_t* cold = nullptr;
         l.windows.back().cold_slot = store_.AllocateCold(&cold);
-        in.Raw(cold, fp_block_bytes_, "cold window bytes");
+        in.Raw(cold, ledger_.fp_block_bytes(), "cold window bytes");
       }
     }
     if (l.evicted != total - static_cast<int64_t>(n)) in.Fail("evicted windows miscounted");
@@ -141,53 +141,48 @@ void TieredCache::LoadState(ByteReader& in) {
     if (recent_held != std::max<int64_t>(0, total - first_recent)) {
       in.Fail("a recent window is missing");
     }
-    l.obs_filled = in.Pod<int32_t>("observation");
-    l.obs_next = in.Pod<int32_t>("observation");
-    l.obs_queries = in.Array<float>("observation queries", obs_queries);
-    l.obs_pos = in.Array<int32_t>("observation positions", config_.snapkv_window);
-    const bool held = !l.obs_pos.empty() || !l.obs_queries.empty();
-    if ((held && (l.obs_queries.size() != obs_queries ||
-                  l.obs_pos.size() != static_cast<size_t>(config_.snapkv_window))) ||
-        l.obs_filled < 0 || l.obs_filled > (held ? config_.snapkv_window : 0) || l.obs_next < 0 ||
-        l.obs_next >= std::max(1, held ? config_.snapkv_window : 0)) {
-      in.Fail("malformed observation buffer");
-    }
-    if (&l != &layers_.front() && held != any_obs) in.Fail("observation buffers differ by layer");
+    observation_.LoadLayer(li, in);
+    const bool held = observation_.LayerHeld(li);
+    if (li > 0 && held != any_obs) in.Fail("observation buffers differ by layer");
     any_obs = held;
   }
-  prompt_tokens_ = in.Pod<int64_t>("run state");
-  run_tokens_ = in.Pod<int64_t>("run state");
-  routed_ = in.Bool("run state");
-  over_budget_ = in.Bool("run state");
-  since_route_ = in.Pod<int64_t>("run state");
-  tokens_at_route_ = in.Pod<int64_t>("run state");
+  ByteLedger::Peaks peaks;
+  const int64_t prompt_tokens = in.Pod<int64_t>("run state");
+  const int64_t run_tokens = in.Pod<int64_t>("run state");
+  clock_.routed = in.Bool("run state");
+  clock_.over_budget = in.Bool("run state");
+  clock_.since_route = in.Pod<int64_t>("run state");
+  clock_.tokens_at_route = in.Pod<int64_t>("run state");
   const uint8_t last = in.Pod<uint8_t>("run state");
-  obs_held_ = in.Bool("run state");
-  remember_queries_ = in.Bool("run state");
-  batch_peak_ = in.Pod<int64_t>("run state");
-  peak_reserved_ = in.Pod<int64_t>("run state");
-  sum_resident_ = in.Pod<double>("run state");
-  sum_fp16_ = in.Pod<double>("run state");
-  sum_quant_ = in.Pod<double>("run state");
-  samples_ = in.Pod<int64_t>("run state");
+  const bool held = in.Bool("run state");
+  bool remembering = in.Bool("run state");
+  peaks.batch_peak = in.Pod<int64_t>("run state");
+  peaks.peak_reserved = in.Pod<int64_t>("run state");
+  peaks.sum_resident = in.Pod<double>("run state");
+  peaks.sum_fp16 = in.Pod<double>("run state");
+  peaks.sum_quant = in.Pod<double>("run state");
+  peaks.samples = in.Pod<int64_t>("run state");
   // (At most 2^24 new tokens: SetBudget walks the run's tokens.)
-  if (prompt_tokens_ < 0 || prompt_tokens_ > count || run_tokens_ < prompt_tokens_ ||
-      run_tokens_ - prompt_tokens_ > (int64_t{1} << 24) || since_route_ < 0 ||
-      tokens_at_route_ < 0 || tokens_at_route_ > count ||
-      last > static_cast<uint8_t>(BatchKind::kGenerated) || obs_held_ != any_obs || samples_ < 0 ||
-      !std::isfinite(sum_resident_) || !std::isfinite(sum_fp16_) || !std::isfinite(sum_quant_)) {
+  if (prompt_tokens < 0 || prompt_tokens > count || run_tokens < prompt_tokens ||
+      run_tokens - prompt_tokens > (int64_t{1} << 24) || clock_.since_route < 0 ||
+      clock_.tokens_at_route < 0 || clock_.tokens_at_route > count ||
+      last > static_cast<uint8_t>(BatchKind::kGenerated) || held != any_obs ||
+      peaks.samples < 0 || !std::isfinite(peaks.sum_resident) || !std::isfinite(peaks.sum_fp16) ||
+      !std::isfinite(peaks.sum_quant)) {
     in.Fail("malformed run state");
   }
-  last_batch_ = static_cast<BatchKind>(last);
+  clock_.last_batch = static_cast<BatchKind>(last);
   // A cache is saved after a prompt: once it has routed, its first prompt end (the one that
   // takes external scores) is behind it.
-  priors_done_ = routed_;
-  for (LayerState& l : layers_) l.external = {};
-  stats_ = LoadKvStats(in);
+  clock_.first_prompt_end_done = clock_.routed;
+  external_->Clear();
+  observation_.SetHeldAfterLoad(held);
+  ledger_.set_peaks(peaks);
+  ledger_.set_counters(LoadKvStats(in));
   // The budget and what the policy needs follow from the run's tokens, as when it was saved.
-  SetBudget(prompt_tokens_, run_tokens_ - prompt_tokens_);
-  if (obs_held_ && !observing_) in.Fail("an observation buffer for a policy that does not observe");
-  remember_queries_ = remember_queries_ && observing_;
+  SetBudget(prompt_tokens, run_tokens - prompt_tokens);
+  if (held && !observing()) in.Fail("an observation buffer for a policy that does not observe");
+  observation_.set_remembering(remembering && observing());
   policy_->LoadState(in, geo_.n_layers);
 }
 

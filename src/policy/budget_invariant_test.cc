@@ -84,6 +84,7 @@ void CheckRun(const std::string& policy, double budget, int64_t budget_bytes, co
   auto check = [&](const char* where) {
     const KvStats s = cache.Stats();
     ASSERT_EQ(s.resident_bytes(), cache.AllocatorResidentBytes()) << where;
+    ASSERT_NO_THROW(cache.CheckInvariants()) << where;  // the window table's own invariants
     if (routed) {
       ASSERT_LE(s.resident_bytes(), s.infeasible ? std::max(ceiling, floor) : limit)
           << where << " at token " << cache.n_tokens() << (s.infeasible ? " (infeasible)" : "");

@@ -1,4 +1,4 @@
-// QEvict as docs/qevict-spec.md writes it: every band window of a layer, fp16 and quantized
+// QEvict as docs/kv-cache.md ("Policies", `qevict`) writes it: every band window of a layer, fp16 and quantized
 // together, is ranked on one axis by the cache's importance score (cumulative fp32 attention
 // since the run began, prefill included, averaged over the layer's query heads; --kv-score picks
 // decay or normalized instead). The fp16 tier is filled from the top until its share

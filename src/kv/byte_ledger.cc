@@ -1,0 +1,200 @@
+#include "kv/byte_ledger.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace qevict {
+
+ByteLedger::ByteLedger(const KvConfig& config, const KvGeometry& geometry,
+                       const QuantLayout& qlayout, const WindowTable& table,
+                       const WindowStore& store, const ObservationBuffer& observation)
+    : config_(config),
+      geo_(geometry),
+      table_(table),
+      store_(store),
+      observation_(observation),
+      fp_block_bytes_(WindowStore::FpBlockBytes(config, geometry)),
+      sink_block_bytes_(WindowStore::SinkBlockBytes(config, geometry)),
+      q_block_bytes_(qlayout.bytes) {}
+
+// ---- sizing ---------------------------------------------------------------------------------
+
+// The latest queries kept for policies that observe a prompt's end (snapkv, pyramidkv,
+// qevict-qa): [snapkv_window][n_heads][head_dim] fp32 and their positions, per layer. Charged to
+// the budget like any other state the cache holds for a policy.
+int64_t ByteLedger::ObservationBytesFor(const KvConfig& config, const KvGeometry& geometry) {
+  return ObservationBuffer::BytesFor(geometry.n_layers, config.snapkv_window, geometry.n_heads,
+                                     geometry.head_dim);
+}
+
+int64_t ByteLedger::MappedSlackBytes(const KvConfig& config, const KvGeometry& geometry,
+                                     int64_t budget_bytes, bool quantizes) {
+  const int64_t slabs = WindowStore::SlabSlackBytes(config, geometry, quantizes);
+  // The quantized copies a routing step makes before compaction unmaps the fp16 slabs they
+  // came from: at most the Q tier's share of the budget (between prompt chunks, its prefill
+  // share).
+  const double q_share = std::max(config.q_share, config.prefill_q_share);
+  const int64_t demoted =
+      quantizes && budget_bytes > 0 ? static_cast<int64_t>(q_share * static_cast<double>(budget_bytes)) : 0;
+  return slabs + demoted;
+}
+
+// ---- what the cache holds -------------------------------------------------------------------
+
+int64_t ByteLedger::MetaBytes() const {
+  // Window records, the position of every stored token (needed for RoPE at read time) and the
+  // observation queries a policy keeps.
+  return table_.ResidentRecords() * kRecordBytes + table_.stored_tokens() * kPositionBytes +
+         observation_.bytes();
+}
+
+int64_t ByteLedger::ResidentBytes() const {
+  return store_.fp16_bytes() + store_.quant_bytes() + MetaBytes();
+}
+
+int64_t ByteLedger::AllocatorResidentBytes() const { return store_.CountLiveBytes() + MetaBytes(); }
+
+int64_t ByteLedger::ReservedBytes() const { return store_.reserved_bytes() + observation_.bytes(); }
+
+int64_t ByteLedger::FloorBytes(const LayerWindows& l) const {
+  const int64_t recent_windows = static_cast<int64_t>(l.windows.size() - table_.BandSize(l));
+  return (l.sink_block != BlockPool::kNoBlock ? sink_block_bytes_ : 0) +
+         recent_windows * fp_window_cost();
+}
+
+int64_t ByteLedger::FloorsOfAllLayers() const {
+  int64_t floors = table_.stored_tokens() * kPositionBytes + NextTokenGrowth() + observation_.bytes();
+  for (const LayerWindows& l : table_.layers()) floors += FloorBytes(l);
+  return floors;
+}
+
+int64_t ByteLedger::NextTokenGrowth() const {
+  const int64_t t = table_.stored_tokens();
+  const int sinks = table_.sinks(), window = table_.window();
+  int64_t per_layer = 0;
+  if (t == 0 && sinks > 0) {
+    per_layer = sink_block_bytes_;
+  } else if (t >= sinks && (t - sinks) % window == 0) {
+    per_layer = fp_window_cost();
+  }
+  return per_layer * geo_.n_layers + kPositionBytes;
+}
+
+// (The observation buffer is freed by every routing step that follows prompt queries, before
+// the budget is shared out, so it is never part of the floor.)
+int64_t ByteLedger::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) const {
+  const int sinks = table_.sinks(), window = table_.window(), recent = table_.recent();
+  int64_t worst = 0;
+  for (int64_t n = std::max<int64_t>(1, from_tokens); n <= to_tokens; ++n) {
+    const int64_t windows = n > sinks ? (n - sinks + window - 1) / window : 0;
+    const int64_t band = std::max<int64_t>(0, n - recent - sinks) / window;
+    const bool grows = n >= sinks && (n - sinks) % window == 0;
+    const int64_t per_layer = (sinks > 0 ? sink_block_bytes_ : 0) +
+                              (windows - band + (grows ? 1 : 0)) * fp_window_cost();
+    worst = std::max(worst, per_layer * geo_.n_layers + (n + 1) * kPositionBytes);
+  }
+  return worst;
+}
+
+// ---- the run --------------------------------------------------------------------------------
+
+void ByteLedger::Reset() {
+  stats_ = KvStats{};
+  peaks_ = Peaks{};
+}
+
+void ByteLedger::UpdatePeaks() {
+  const int64_t fp16 = store_.fp16_bytes();
+  const int64_t quant = store_.quant_bytes();
+  const int64_t resident = fp16 + quant + MetaBytes();
+  stats_.peak_bytes = std::max(stats_.peak_bytes, resident);
+  stats_.peak_fp16_bytes = std::max(stats_.peak_fp16_bytes, fp16);
+  stats_.peak_quant_bytes = std::max(stats_.peak_quant_bytes, quant);
+  peaks_.batch_peak = std::max(peaks_.batch_peak, resident);
+  peaks_.peak_reserved = std::max(peaks_.peak_reserved, ReservedBytes());
+}
+
+void ByteLedger::AfterBatch(bool routed) {
+  peaks_.batch_peak = ResidentBytes();
+  if (routed) {
+    peaks_.sum_resident += static_cast<double>(ResidentBytes());
+    peaks_.sum_fp16 += static_cast<double>(store_.fp16_bytes());
+    peaks_.sum_quant += static_cast<double>(store_.quant_bytes());
+    ++peaks_.samples;
+  }
+}
+
+void ByteLedger::SubtractFromPeaks(int64_t bytes) {
+  for (int64_t* peak : {&stats_.peak_bytes, &stats_.prefill_peak_bytes, &peaks_.batch_peak,
+                        &peaks_.peak_reserved}) {
+    *peak -= bytes;
+  }
+}
+
+// The policy's own state is not touched (BeginRun resets it; a further turn keeps it).
+void ByteLedger::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
+  prompt_tokens_ = std::max<int64_t>(0, prompt_tokens);
+  run_tokens_ = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
+  budget_ = config_.GlobalBudgetBytes(run_tokens_, geo_);
+  // Reported: the run's whole budget, sliding-window rings included (== budget_ without them).
+  stats_.budget_bytes = config_.BudgetBytes(run_tokens_, geo_).value_or(-1);
+
+  if (!budget_) {
+    stats_.floor_bytes = -1;
+    return;
+  }
+  // The largest floor of the run so far (a further turn's is never smaller).
+  const int64_t floor = WorstFloorBytes(prompt_tokens, std::max(run_tokens_, int64_t{1}));
+  stats_.floor_bytes = std::max(stats_.floor_bytes, floor);
+  if (*budget_ >= floor || stats_.infeasible) return;
+  const int64_t rings = geo_.ring_bytes(run_tokens_);
+  const double fraction = static_cast<double>(floor + rings) /
+                          static_cast<double>(geo_.full_bytes(std::max<int64_t>(run_tokens_, 1)));
+  stats_.infeasible = true;
+  const std::string rings_note =
+      rings > 0 ? " (what the sliding-window layers' rings of " + std::to_string(rings) +
+                      " bytes leave of the budget)"
+                : "";
+  stats_.note = "budget of " + std::to_string(*budget_) + " bytes" + rings_note +
+                " is below the fp16 floor of " + std::to_string(floor) + " bytes (sinks " +
+                std::to_string(table_.sinks()) + " + recent " + std::to_string(table_.recent()) +
+                " tokens and one growing window in every layer, plus metadata); the cache keeps "
+                "only that floor. " +
+                (fraction < 1.0 ? "Raise --kv-budget to at least " + std::to_string(fraction) +
+                                      " or lower --kv-sinks/--kv-recent"
+                                : std::string("No --kv-budget below 1 fits this run: the floor "
+                                              "exceeds the full cache; lower "
+                                              "--kv-sinks/--kv-recent or drop the budget"));
+}
+
+KvStats ByteLedger::Stats() const {
+  KvStats s = stats_;
+  s.tokens_seen = table_.layers().back().count;
+  int64_t resident_tokens = 0;
+  for (const LayerWindows& l : table_.layers()) {
+    resident_tokens += table_.ResidentTokens(l);
+    s.evicted_windows += l.evicted;
+    for (const WindowRecord& w : l.windows) {
+      (w.tier == Tier::kFp16 ? s.fp16_windows : s.quant_windows) += 1;
+    }
+  }
+  s.tokens_resident = resident_tokens / geo_.n_layers;
+  s.fp16_bytes = store_.fp16_bytes();
+  s.quant_bytes = store_.quant_bytes();
+  s.meta_bytes = MetaBytes();
+  s.cold_bytes = store_.cold() ? store_.cold()->live_bytes() : 0;
+  s.cold_peak_bytes = store_.cold() ? store_.cold()->peak_bytes() : 0;
+  s.full_fp16_bytes = s.tokens_seen * geo_.fp16_bytes_per_token();
+  s.pool_reserved_bytes = store_.reserved_bytes();
+  s.reserved_bytes = ReservedBytes();
+  s.peak_reserved_bytes = peaks_.peak_reserved;
+  if (peaks_.samples > 0) {
+    s.mean_resident_bytes = static_cast<int64_t>(peaks_.sum_resident / peaks_.samples);
+    s.mean_fp16_bytes = static_cast<int64_t>(peaks_.sum_fp16 / peaks_.samples);
+    s.mean_quant_bytes = static_cast<int64_t>(peaks_.sum_quant / peaks_.samples);
+  }
+  return s;
+}
+
+}  // namespace qevict

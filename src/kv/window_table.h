@@ -1,0 +1,129 @@
+// The window table of the tiered cache (docs/kv-cache.md, "Windows"): per layer, the sink block
+// and one record per resident window -- its tier, the block that holds its bytes, its cold copy,
+// its index (hence its tokens and positions) and its scores -- plus the position of every stored
+// token. It knows the layout (sinks, W-token windows, the recent region, the evictable band) and
+// keeps its invariants; it owns no bytes (kv/window_store.h) and decides nothing (policies).
+//
+// Invariants (CheckInvariants): the records of a layer are in increasing index order; a window
+// that holds any of the last R tokens (the recent region, never routed) is fp16; the resident
+// records plus the evicted count make every window created so far; every layer stored the same
+// tokens at the same positions (after a batch), strictly increasing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "kv/kv_config.h"
+#include "kv/routing.h"
+
+namespace qevict {
+
+// One window of one layer, for diagnostics (missed mass, FMM, tier maps).
+struct WindowInfo {
+  int64_t index = 0;        // window number within the layer (0 = first after the sinks)
+  int64_t first_token = 0;  // index of its first token in the run (sinks + index * W)
+  int32_t first_pos = 0;    // position of its first token
+  int n_tokens = 0;         // W, fewer for the window still being filled
+  Tier tier = Tier::kFp16;
+  bool in_band = false;     // false while it holds any of the last R tokens
+  float score = 0.0f;       // importance as policies see it (0 for evicted windows)
+  float last_mass = 0.0f;   // attention mass from the latest query (0 for evicted windows)
+};
+
+struct WindowView {
+  int layer = 0;
+  int sink_tokens = 0;  // tokens before window 0
+  int window = 0;       // W
+  std::vector<WindowInfo> windows;  // every window created so far, evicted ones included
+};
+
+// Metadata of one resident window, charged to the budget (kv/byte_ledger.h).
+struct WindowRecord {
+  uint32_t block;      // handle in the pool of its tier
+  int32_t cold_slot;   // exact recovery: slot of its fp16 original, -1 if none
+  int32_t index;       // window number within the layer
+  Tier tier;
+  float mass_sum;      // importance accumulator (cumulative or decayed sum)
+  float observers;     // queries that could attend it (for ScoreMode::kNormalized)
+  float last_mass;     // mass from the latest query
+};
+static_assert(sizeof(WindowRecord) == 28, "metadata charged per resident window");
+
+struct LayerWindows {
+  int64_t count = 0;  // tokens stored in this run
+  uint32_t sink_block = BlockPool::kNoBlock;
+  std::vector<WindowRecord> windows;  // resident windows, oldest first
+  int64_t evicted = 0;
+};
+
+class WindowTable {
+ public:
+  // max_tokens: tokens a run may store (sizes the positions and the records once).
+  WindowTable(const KvConfig& config, int n_layers, int64_t max_tokens);
+
+  int window() const { return window_; }
+  int sinks() const { return sinks_; }
+  int recent() const { return recent_; }
+  int64_t max_windows() const { return max_windows_; }  // per layer and run
+  int n_layers() const { return static_cast<int>(layers_.size()); }
+
+  LayerWindows& layer(int l) { return layers_[l]; }
+  const LayerWindows& layer(int l) const { return layers_[l]; }
+  std::vector<LayerWindows>& layers() { return layers_; }
+  const std::vector<LayerWindows>& layers() const { return layers_; }
+
+  // Empties every layer (the records keep their reserve).
+  void Reset();
+
+  // Positions of stored tokens (all layers agree): layer 0 appends, the others check.
+  void RecordPosition(int layer, int64_t token, int32_t pos);
+  int32_t position(int64_t token) const { return pos_[token]; }
+  const int32_t* positions() const { return pos_.data(); }
+  int32_t* mutable_positions() { return pos_.data(); }
+  int64_t stored_tokens() const { return layers_.front().count; }
+
+  // Layout.
+  int64_t FirstToken(int64_t window_index) const { return sinks_ + window_index * window_; }
+  int SinkTokens(const LayerWindows& l) const;
+  int WindowTokens(const LayerWindows& l, const WindowRecord& w) const;
+  int64_t ResidentTokens(const LayerWindows& l) const;
+  // Resident keys among the first `logical` stored tokens (a prefix of the resident order).
+  int64_t ResidentPrefix(const LayerWindows& l, int64_t logical) const;
+  // Resident keys a query at `pos` sees (causal).
+  int64_t VisibleTo(const LayerWindows& l, int32_t pos) const;
+  // Windows fully out of the recent region: the evictable band is windows[0, BandSize).
+  size_t BandSize(const LayerWindows& l) const;
+  // Windows created so far in the layer (resident or evicted).
+  int64_t CreatedWindows(const LayerWindows& l) const;
+  // First window index of the recent region for a layer of `count` tokens.
+  int64_t FirstRecentIndex(int64_t count) const;
+  // Resident window records of every layer (what the ledger charges metadata for).
+  int64_t ResidentRecords() const;
+
+  // Importance of a window as policies see it (ScoreMode).
+  float ScoreOf(const WindowRecord& w) const;
+  // Adds a batch's attention mass to the layer's window scores: mass[1 + k] and last[1 + k] for
+  // resident window k (kv/window_mass.h), visible[i] the keys query i saw (normalized scores).
+  void AddMass(LayerWindows& l, const float* mass, const float* last, int n,
+               const int64_t* visible);
+
+  // Drops the records a routing step evicted.
+  void EraseEvicted();
+
+  WindowView View(int layer) const;
+
+  // Throws std::logic_error naming the broken invariant (tests; debug checks).
+  void CheckInvariants() const;
+
+ private:
+  const int window_, sinks_, recent_;
+  const ScoreMode score_;
+  const double score_decay_;
+  const int64_t max_windows_;
+  std::vector<LayerWindows> layers_;
+  std::vector<int32_t> pos_;  // [max_tokens]
+};
+
+}  // namespace qevict
