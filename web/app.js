@@ -271,6 +271,7 @@ function renderStrip(report) {
   const layerChoice = $("layer-select").value;
   const promoted = promotedWindows(tiers.by_layer, state.lastByLayer);
   const cold = tiers.evicted_are_cold;
+  $("quant-label").textContent = tiers.bits + "-bit";
   $("evicted-label").textContent = cold ? "evicted to disk (cold, exact recovery)" : "evicted";
   if (!tiers.tiered) {
     const cell = document.createElement("div");
@@ -305,7 +306,7 @@ function renderStrip(report) {
     }
     if (promoted.has(i)) cell.classList.add("promoted");
     cell.title = "tokens " + w.first_token + "-" + (w.first_token + w.n_tokens - 1) + ": " +
-        w.fp16 + " layers fp16, " + w.quant + " 2-bit, " + w.evicted +
+        w.fp16 + " layers fp16, " + w.quant + " " + tiers.bits + "-bit, " + w.evicted +
         (cold ? " cold" : " evicted") + "; mean score " + w.mean_score.toPrecision(3);
     strip.appendChild(cell);
   });
@@ -315,9 +316,9 @@ function renderStrip(report) {
 function renderBytes(report) {
   const b = report.bytes;
   const rows = [
-    ["resident (fp16 + 2-bit + metadata)", formatBytes(b.resident)],
+    ["resident (fp16 + quantized + metadata)", formatBytes(b.resident)],
     ["  fp16", formatBytes(b.fp16)],
-    ["  2-bit", formatBytes(b.quant)],
+    ["  " + report.tiers.bits + "-bit", formatBytes(b.quant)],
     ["budget", b.budget === null ? "none" : formatBytes(b.budget)],
     ["floor (sinks, recent, growing window)", b.floor === null ? "–" : formatBytes(b.floor)],
     ["reserved (pools mapped, kept between turns)", formatBytes(b.reserved)],

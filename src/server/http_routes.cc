@@ -79,7 +79,10 @@ httplib::Server::HandlerResponse FillErrorBody(const httplib::Request& req,
   if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
   ApiError error = ErrorForStatus(res.status);
   if (res.status == 404) {
-    if (const Route* route = FindRoute(req.path)) {
+    const Route* route = FindRoute(req.path);
+    if (route != nullptr && req.method == route->method) {  // a handler's own: no such file
+      error = NotFound("no such file: " + req.method + " " + req.path);
+    } else if (route != nullptr) {
       error = MethodNotAllowed("method " + req.method + " is not allowed on " + req.path +
                                "; use " + route->method);
       res.set_header("Allow", route->method);

@@ -98,6 +98,7 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
         }
         json tiers = TierMapJson(views);
         tiers["tiered"] = tiered != nullptr;  // false: the full fp16 cache, no windows
+        tiers["bits"] = tiered != nullptr ? tiered->config().bits : 16;  // the quantized tier
         tiers["evicted_are_cold"] =
             tiered != nullptr && tiered->config().recovery == RecoveryFidelity::kExact;
         report = json{
