@@ -15,6 +15,7 @@ const state = {
   turn: 0,
   lastByLayer: null,  // the last turn's tiers per layer, to find the next turn's promotions
   previousByLayer: null,  // the turn's before, to redraw the last turn's promotions
+  turnStarts: [],  // per turn, the first token it added (the tokens kept before it)
   lastReport: null,
   busy: false,
 };
@@ -144,6 +145,7 @@ function resetConversation() {
   state.turn = 0;
   state.lastByLayer = null;
   state.previousByLayer = null;
+  state.turnStarts = [];
   state.lastReport = null;
   $("messages").innerHTML = "";
   $("strip").innerHTML = "";
@@ -305,9 +307,13 @@ function renderStrip(report) {
       cell.classList.add(TIER_CLASS[code] || "evicted");
     }
     if (promoted.has(i)) cell.classList.add("promoted");
+    const turnStart = state.turnStarts.findIndex(
+        (t) => t > 0 && t >= w.first_token && t < w.first_token + w.n_tokens);
+    if (turnStart >= 0) cell.classList.add("turn-start");
     cell.title = "tokens " + w.first_token + "-" + (w.first_token + w.n_tokens - 1) + ": " +
         w.fp16 + " layers fp16, " + w.quant + " " + tiers.bits + "-bit, " + w.evicted +
-        (cold ? " cold" : " evicted") + "; mean score " + w.mean_score.toPrecision(3);
+        (cold ? " cold" : " evicted") + "; mean score " + w.mean_score.toPrecision(3) +
+        (turnStart >= 0 ? "; turn " + (turnStart + 1) + " starts here" : "");
     strip.appendChild(cell);
   });
   return promoted;
@@ -365,6 +371,7 @@ async function showCache(usage, cached) {
   const res = await api("/v1/sessions/" + encodeURIComponent(state.sessionId) + "/cache");
   if (!res.ok) throw new Error("the cache picture: " + await errorText(res));
   const report = await res.json();
+  state.turnStarts.push(state.lastReport ? state.lastReport.tokens : 0);
   updateLayerSelect(report.tiers.layers);
   const promoted = renderStrip(report);
   renderBytes(report);

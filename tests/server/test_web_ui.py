@@ -11,6 +11,7 @@ Usage: test_web_ui.py --binary build/qevict --model models/SmolLM2-135M-Instruct
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -47,6 +48,7 @@ The collection also holds a brass telescope that belonged to Captain Elise Varga
 woman to command a ship of the whaling fleet, and a clock from the old customs office that
 still strikes every hour. Visitors can climb the tower of the warehouse, one hundred and twelve
 steps, for a view of the harbour and the lighthouse on Skarv Island."""
+DOCUMENT = re.sub(r"(?<!\n)\n(?!\n)", " ", DOCUMENT)  # paragraphs without hard line breaks
 QUESTIONS = ["Who built the Grey Heron, and in which year?",
              "What destroyed the east wing, and what was lost in it?"]
 
