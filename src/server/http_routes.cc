@@ -197,9 +197,8 @@ void InstallRoutes(httplib::Server& http, const ServerContext& ctx, const RouteO
   http.set_logger([&ctx, options](const httplib::Request& req, const httplib::Response& res) {
     ctx.metrics->CountResponse(RouteLabel(req.path), res.status);
     if (options.log_requests) {
-      const std::string line = FormatRequestLogLine(req.method, req.path, res.status,
-                                                    CurrentRequestLog(),
-                                                    RequestLogEntry::Clock::now());
+      const std::string line = FormatRequestLogLine(
+          req.method, req.path, res.status, CurrentRequestLog(), RequestLogEntry::Clock::now());
       std::fprintf(stderr, "%s\n", line.c_str());
     }
     CurrentRequestLog() = RequestLogEntry{};  // a request the router never sees starts empty

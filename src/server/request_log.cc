@@ -48,8 +48,8 @@ void NoteFirstToken(RequestLogEntry& entry) {
 std::string FormatRequestLogLine(const std::string& method, const std::string& path, int status,
                                  const RequestLogEntry& entry,
                                  RequestLogEntry::Clock::time_point now) {
-  std::string line = "qevict serve: request " + method + " " + EscapePath(path) + " " +
-                     std::to_string(status);
+  std::string line =
+      "qevict serve: request " + method + " " + EscapePath(path) + " " + std::to_string(status);
   const auto& g = entry.generation;
   const std::string dash = "-";
   line += " prompt=" + (g ? std::to_string(g->prompt_tokens) : dash);

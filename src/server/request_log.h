@@ -17,8 +17,8 @@
 namespace qevict::server {
 
 struct GenerationLogFields {
-  int64_t prompt_tokens = 0;     // the whole rendered prompt
-  int64_t cached_tokens = 0;     // of which a kept conversation held (not prefilled)
+  int64_t prompt_tokens = 0;  // the whole rendered prompt
+  int64_t cached_tokens = 0;  // of which a kept conversation held (not prefilled)
   int64_t generated_tokens = 0;
   double decode_tokens_per_second = -1.0;  // < 0: unknown (fewer than 2 tokens)
   std::string policy;
@@ -27,8 +27,8 @@ struct GenerationLogFields {
 
 struct RequestLogEntry {
   using Clock = std::chrono::steady_clock;
-  std::optional<Clock::time_point> start;        // the request was routed
-  std::optional<double> first_token_seconds;     // after start, the first text was released
+  std::optional<Clock::time_point> start;         // the request was routed
+  std::optional<double> first_token_seconds;      // after start, the first text was released
   std::optional<GenerationLogFields> generation;  // a generation ran to its end
 };
 
@@ -44,6 +44,7 @@ void NoteFirstToken(RequestLogEntry& entry);
 // The line without its newline. Whitespace and control characters in the path are %-escaped
 // so that the fields stay separated by single spaces.
 std::string FormatRequestLogLine(const std::string& method, const std::string& path, int status,
-                                 const RequestLogEntry& entry, RequestLogEntry::Clock::time_point now);
+                                 const RequestLogEntry& entry,
+                                 RequestLogEntry::Clock::time_point now);
 
 }  // namespace qevict::server

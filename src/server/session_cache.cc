@@ -101,18 +101,17 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
         tiers["bits"] = tiered != nullptr ? tiered->config().bits : 16;  // the quantized tier
         tiers["evicted_are_cold"] =
             tiered != nullptr && tiered->config().recovery == RecoveryFidelity::kExact;
-        report = json{
-            {"object", "session.cache"},
-            {"id", id},
-            {"policy", tiered != nullptr ? tiered->config().policy : std::string("full")},
-            {"tokens", conversation.tokens().size()},
-            {"kept_bytes", kept_bytes},
-            {"bytes", CacheBytesJson(stats, ReadMemoryStats())},
-            {"moves",
-             {{"promotions", stats.promotions},
-              {"demotions", stats.demotions},
-              {"evictions", stats.evictions}}},
-            {"tiers", std::move(tiers)}};
+        report = json{{"object", "session.cache"},
+                      {"id", id},
+                      {"policy", tiered != nullptr ? tiered->config().policy : std::string("full")},
+                      {"tokens", conversation.tokens().size()},
+                      {"kept_bytes", kept_bytes},
+                      {"bytes", CacheBytesJson(stats, ReadMemoryStats())},
+                      {"moves",
+                       {{"promotions", stats.promotions},
+                        {"demotions", stats.demotions},
+                        {"evictions", stats.evictions}}},
+                      {"tiers", std::move(tiers)}};
       });
   if (!found) {
     ApiError error = NotFound("no kept session '" + id +
