@@ -270,6 +270,9 @@ function renderStrip(report) {
   const tiers = report.tiers;
   const strip = $("strip");
   strip.innerHTML = "";
+  // Long conversations get narrower cells, so that the strip stays a few rows high.
+  const n = tiers.windows.length;
+  strip.className = n > 2000 ? "densest" : n > 400 ? "dense" : "";
   const layerChoice = $("layer-select").value;
   const promoted = promotedWindows(tiers.by_layer, state.lastByLayer);
   const cold = tiers.evicted_are_cold;

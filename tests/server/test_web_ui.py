@@ -67,6 +67,9 @@ def new_driver():
         from selenium.webdriver.chrome.service import Service
     except ImportError:
         fail("no selenium in the project's .venv (scripts/setup.sh venv)")
+    # Debian's browser and driver, given by path: Selenium's driver manager must never look
+    # for (or download) others.
+    os.environ["SE_OFFLINE"] = "true"
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -175,8 +178,17 @@ def main():
         for label in ("resident", "reserved", "on disk", "server process RSS", "budget"):
             if label not in bytes_text:
                 fail("the bytes table lacks '%s': %s" % (label, bytes_text))
+        # One layer: each cell takes that layer's tier, as the endpoint's by_layer has it.
+        from selenium.webdriver.support.ui import Select
+        Select(driver.find_element("id", "layer-select")).select_by_value("0")
+        shown = "".join(
+            "0" if "fp16" in c else "1" if "quant" in c else "2" if "evicted" in c else "?"
+            for c in (cell.get_attribute("class") for cell in driver.find_elements(
+                "css selector", "#strip .cell[data-window]")))
+        if shown != tiers2[0]:
+            fail("layer 0 shows %s, the endpoint says %s" % (shown, tiers2[0]))
+        Select(driver.find_element("id", "layer-select")).select_by_value("all")
         if args.screenshot:
-            driver.find_element("id", "layer-select")  # the default view: all layers
             driver.save_screenshot(args.screenshot)
             print("screenshot: %s" % args.screenshot)
         log = srv.stderr()
