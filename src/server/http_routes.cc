@@ -80,8 +80,8 @@ httplib::Server::HandlerResponse FillErrorBody(const httplib::Request& req,
   ApiError error = ErrorForStatus(res.status);
   if (res.status == 404) {
     const Route* route = FindRoute(req.path);
-    if (route != nullptr && req.method == route->method) {  // a handler's own: no such file
-      error = NotFound("no such file: " + req.method + " " + req.path);
+    if (route != nullptr && req.method == route->method) {  // the handler found nothing there
+      error = NotFound("not found: " + req.method + " " + req.path);
     } else if (route != nullptr) {
       error = MethodNotAllowed("method " + req.method + " is not allowed on " + req.path +
                                "; use " + route->method);
