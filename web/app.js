@@ -322,8 +322,42 @@ function renderStrip(report) {
   return promoted;
 }
 
+// One bar, to scale: fp16 and quantized bytes resident, the reserved bytes behind them, the
+// budget and the floor as marks.
+function renderBytesBar(b) {
+  const bar = $("bytes-bar");
+  bar.innerHTML = "";
+  const scale = Math.max(b.reserved, b.resident, b.budget || 0, b.floor || 0, 1);
+  const pct = (x) => (100 * x / scale) + "%";
+  const reserved = document.createElement("div");
+  reserved.className = "reserved";
+  reserved.style.width = pct(b.reserved);
+  reserved.title = "reserved " + formatBytes(b.reserved);
+  bar.appendChild(reserved);
+  let left = 0;
+  for (const [cls, bytes, name] of [["fp16", b.fp16, "fp16"], ["quant", b.quant, "quantized"],
+                                    ["meta", b.meta, "metadata"]]) {
+    const seg = document.createElement("div");
+    seg.className = "seg " + cls;
+    seg.style.left = pct(left);
+    seg.style.width = pct(bytes);
+    seg.title = name + " " + formatBytes(bytes);
+    bar.appendChild(seg);
+    left += bytes;
+  }
+  for (const [cls, bytes, name] of [["budget", b.budget, "budget"], ["floor", b.floor, "floor"]]) {
+    if (bytes === null) continue;
+    const mark = document.createElement("div");
+    mark.className = "mark " + cls;
+    mark.style.left = pct(bytes);
+    mark.title = name + " " + formatBytes(bytes);
+    bar.appendChild(mark);
+  }
+}
+
 function renderBytes(report) {
   const b = report.bytes;
+  renderBytesBar(b);
   const rows = [
     ["resident (fp16 + quantized + metadata)", formatBytes(b.resident)],
     ["  fp16", formatBytes(b.fp16)],

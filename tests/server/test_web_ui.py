@@ -189,6 +189,7 @@ def main():
             fail("layer 0 shows %s, the endpoint says %s" % (shown, tiers2[0]))
         Select(driver.find_element("id", "layer-select")).select_by_value("all")
         if args.screenshot:
+            driver.execute_script("document.activeElement.blur()")
             driver.save_screenshot(args.screenshot)
             print("screenshot: %s" % args.screenshot)
         log = srv.stderr()
