@@ -2,7 +2,7 @@
 """The web page at / of `qevict serve`, driven in headless Chromium (Selenium + chromedriver).
 
 Starts the server with an API key, opens the page (which must ask for the key), loads a
-document of a few hundred tokens, asks two questions under qevict at budget 0.2, and checks
+document of a few hundred tokens from a text file through the page's file input, asks two questions under qevict at budget 0.2, and checks
 that both answers stream in, that the tier strip shows every window of the kept conversation
 with windows demoted or evicted, and that the strip changes between the turns. Saves a
 screenshot (--screenshot). Exits non-zero on any failure, including a missing Chromium.
@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -125,6 +126,7 @@ def main():
     args = parser.parse_args()
 
     driver = new_driver()  # before the server: a missing browser fails at once
+    from selenium.webdriver.support.ui import Select  # there since new_driver imported selenium
     srv = ServerProcess(args.binary, args.model, "--slots", "1", "-t", "2", "--api-key", API_KEY,
                         "-v")
     try:
@@ -136,11 +138,20 @@ def main():
         driver.find_element("id", "key-save").click()
         wait_for(driver, lambda: len(driver.find_elements(
             "css selector", "#policy option")) > 1, 20, "the policies from /props")
-        driver.execute_script(
-            "const d = document.getElementById('document'); d.value = arguments[0];"
-            "document.getElementById('policy').value = 'qevict';"
-            "document.getElementById('budget').value = '0.2';"
-            "document.getElementById('max-tokens').value = '48';", DOCUMENT)
+        # The document comes as a text file through the page's file input.
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write(DOCUMENT)
+        try:
+            driver.find_element("id", "doc-file").send_keys(f.name)
+            wait_for(driver, lambda: driver.find_element("id", "document").get_property(
+                "value") == DOCUMENT, 10, "the document loaded from the file")
+        finally:
+            os.unlink(f.name)
+        Select(driver.find_element("id", "policy")).select_by_value("qevict")
+        for field, value in (("budget", "0.2"), ("max-tokens", "48")):
+            box = driver.find_element("id", field)
+            box.clear()
+            box.send_keys(value)
 
         answer1, tiers1, cells1 = ask(driver, QUESTIONS[0], 1)
         print("turn 1: %d windows, answer: %s" % (cells1, answer1[:100].replace("\n", " ")))
@@ -179,7 +190,6 @@ def main():
             if label not in bytes_text:
                 fail("the bytes table lacks '%s': %s" % (label, bytes_text))
         # One layer: each cell takes that layer's tier, as the endpoint's by_layer has it.
-        from selenium.webdriver.support.ui import Select
         Select(driver.find_element("id", "layer-select")).select_by_value("0")
         shown = "".join(
             "0" if "fp16" in c else "1" if "quant" in c else "2" if "evicted" in c else "?"
