@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing qevict needs, skipping whatever is already there:
 # Debian packages (when run as root or with sudo), the Python test environment (.venv with the
-# official `openai` client, used by tests/server/, and matplotlib, used by scripts/plot_eval.py
-# and scripts/render_results.py) and the reference models (SmolLM2-135M-Instruct, Gemma 3 270M).
+# official `openai` client and selenium, used by tests/server/, and matplotlib, used by
+# scripts/plot_eval.py and scripts/render_results.py) and the reference models
+# (SmolLM2-135M-Instruct, Gemma 3 270M).
 #   scripts/setup.sh            packages + venv + model
 #   scripts/setup.sh packages   packages only
 #   scripts/setup.sh venv       Python test environment only
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake g++ make python3 python3-venv googletest libgtest-dev libgmock-dev
           libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev libcpp-httplib-dev pkg-config
-          zlib1g-dev libhwy-dev curl ninja-build ccache)
+          zlib1g-dev libhwy-dev curl ninja-build ccache chromium chromium-driver)
 
 install_packages() {
   local missing=()
@@ -33,10 +34,11 @@ install_packages() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-# .venv with the Python packages the tests drive the server with (openai) and the eval pictures
-# are drawn with (matplotlib); skipped when every one of them already imports.
-PYTHON_TEST_PACKAGES=(openai matplotlib)
-PYTHON_TEST_IMPORTS="import openai, matplotlib"
+# .venv with the Python packages the tests drive the server with (openai; selenium drives
+# Debian's chromium through chromium-driver for the web page's test) and the eval pictures are
+# drawn with (matplotlib); skipped when every one of them already imports.
+PYTHON_TEST_PACKAGES=(openai matplotlib selenium)
+PYTHON_TEST_IMPORTS="import openai, matplotlib, selenium"
 install_venv() {
   if [ -x .venv/bin/python ] && .venv/bin/python -c "$PYTHON_TEST_IMPORTS" 2>/dev/null; then
     echo "setup: Python test environment present (.venv)"

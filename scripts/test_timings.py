@@ -100,6 +100,7 @@ SCRIPT_TESTS = {
     "cli_errors": "tests/cli_errors_test.sh",
     "cli_help": "tests/cli_help_test.py",
     "eval_render": "tests/eval_render_test.sh",
+    "server_web_ui": "tests/server/test_web_ui.py",
 }
 
 

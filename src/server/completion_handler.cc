@@ -9,6 +9,7 @@
 
 #include "server/generation.h"
 #include "server/kv_reservation.h"
+#include "server/request_log.h"
 #include "util/error.h"
 
 namespace qevict::server {
@@ -150,6 +151,21 @@ bool WriteEvent(httplib::DataSink& sink, std::string_view event) {
   return sink.is_writable() && sink.write(event.data(), event.size());
 }
 
+// The request log's figures of a generation that ran to its end (request_log.h).
+void LogGeneration(const GenerationRun& run, const GenerationOutcome& outcome) {
+  GenerationLogFields fields;
+  fields.prompt_tokens = static_cast<int64_t>(run.job().prompt.size());
+  fields.cached_tokens = run.reused_tokens();
+  fields.generated_tokens = static_cast<int64_t>(outcome.result.tokens.size());
+  if (fields.generated_tokens > 0 && run.decode_seconds() > 0.0) {  // as /metrics computes it
+    fields.decode_tokens_per_second =
+        static_cast<double>(fields.generated_tokens) / run.decode_seconds();
+  }
+  fields.policy = run.job().kv.policy;
+  fields.resident_bytes = outcome.kv.resident_bytes();
+  CurrentRequestLog().generation = fields;
+}
+
 // Generate, with engine failures turned into an ApiError.
 std::variant<GenerationOutcome, ApiError> GenerateOrError(GenerationRun& run,
                                                           const ChunkCallback& on_chunk) {
@@ -177,8 +193,11 @@ bool StreamGeneration(const ServerContext& ctx, GenerationRun& run, const Respon
     // counts on from the tokens sent before.
     const bool logprobs_asked = run.job().top_logprobs >= 0;
     size_t text_offset = 0;
+    // This thread's entry: the chunks come on the slot's thread.
+    RequestLogEntry& log_entry = CurrentRequestLog();
     result =
         GenerateOrError(run, [&](std::string_view text, std::span<const TokenLogprob> logprobs) {
+          NoteFirstToken(log_entry);
           const json chunk_logprobs =
               LogprobsJson(h, *ctx.model->tokenizer, logprobs, logprobs_asked, text_offset);
           for (const TokenLogprob& t : logprobs) {
@@ -197,6 +216,7 @@ bool StreamGeneration(const ServerContext& ctx, GenerationRun& run, const Respon
     WriteEvent(sink, SseEvent(error->ToJson()));
   } else {
     const GenerationOutcome& outcome = std::get<GenerationOutcome>(result);
+    LogGeneration(run, outcome);
     if (outcome.result.finish_reason == "cancelled") {  // the server is shutting down
       WriteEvent(
           sink,
@@ -221,7 +241,10 @@ bool WholeGeneration(const ServerContext& ctx, GenerationRun& run, const Respons
                      httplib::DataSink& sink) {
   bool client_gone = false;
   auto last_write = std::chrono::steady_clock::now();
+  // This thread's entry: the chunks come on the slot's thread.
+  RequestLogEntry& log_entry = CurrentRequestLog();
   auto result = GenerateOrError(run, [&](std::string_view, std::span<const TokenLogprob>) {
+    NoteFirstToken(log_entry);
     const auto now = std::chrono::steady_clock::now();
     if (now - last_write < kHeartbeatInterval) return true;
     last_write = now;
@@ -238,6 +261,7 @@ bool WholeGeneration(const ServerContext& ctx, GenerationRun& run, const Respons
     body = error->ToJson();
   } else {
     const GenerationOutcome& outcome = std::get<GenerationOutcome>(result);
+    LogGeneration(run, outcome);
     if (outcome.result.finish_reason == "cancelled") {
       body = ServiceUnavailable("the server is shutting down", "shutting_down").ToJson();
     } else {

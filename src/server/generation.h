@@ -76,6 +76,8 @@ class GenerationRun {
   const GenerationJob& job() const { return job_; }
   // Prompt tokens the kept conversation already held (not prefilled).
   int64_t reused_tokens() const { return reused_tokens_; }
+  // Wall time of this run's sampling loop (after Generate; the request log's decode speed).
+  double decode_seconds() const { return decode_seconds_; }
 
  private:
   const LoadedModel& model_;

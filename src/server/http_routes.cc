@@ -7,7 +7,10 @@
 
 #include "server/completion_handler.h"
 #include "server/openai_format.h"
+#include "server/request_log.h"
+#include "server/session_cache.h"
 #include "server/tokenize_handler.h"
+#include "server/web_routes.h"
 #include "util/memory_stats.h"
 
 namespace qevict::server {
@@ -31,8 +34,13 @@ constexpr Route kRoutes[] = {
     {"/completions", "POST"},
     {"/tokenize", "POST"},  // llama.cpp's
     {"/detokenize", "POST"},
+    {"/props", "GET"},  // llama.cpp's: the settings the web page offers
+    {"/", "GET"},       // the web page (web_routes.h)
+    {"/index.html", "GET"},
 };
 constexpr const char* kModelPrefix = "/v1/models/";
+constexpr const char* kSessionPrefix = "/v1/sessions/";
+constexpr const char* kSessionCacheSuffix = "/cache";
 
 const Route* FindRoute(const std::string& path) {
   for (const Route& r : kRoutes) {
@@ -42,6 +50,14 @@ const Route* FindRoute(const std::string& path) {
   if (path.rfind(kModelPrefix, 0) == 0 && path.size() > std::string(kModelPrefix).size()) {
     return &kModel;
   }
+  static constexpr Route kSessionCache = {"/v1/sessions/{id}/cache", "GET"};
+  const std::string prefix = kSessionPrefix, suffix = kSessionCacheSuffix;
+  if (path.size() > prefix.size() + suffix.size() && path.rfind(prefix, 0) == 0 &&
+      path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return &kSessionCache;
+  }
+  static constexpr Route kWebAsset = {"/web/{file}", "GET"};
+  if (IsWebPath(path)) return &kWebAsset;
   return nullptr;
 }
 
@@ -63,15 +79,19 @@ httplib::Server::HandlerResponse FillErrorBody(const httplib::Request& req,
   if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
   ApiError error = ErrorForStatus(res.status);
   if (res.status == 404) {
-    if (const Route* route = FindRoute(req.path)) {
+    const Route* route = FindRoute(req.path);
+    if (route != nullptr && req.method == route->method) {  // the handler found nothing there
+      error = NotFound("not found: " + req.method + " " + req.path);
+    } else if (route != nullptr) {
       error = MethodNotAllowed("method " + req.method + " is not allowed on " + req.path +
                                "; use " + route->method);
       res.set_header("Allow", route->method);
     } else {
       error = NotFound("unknown route " + req.method + " " + req.path +
                        " (this server has GET /v1/models, POST /v1/chat/completions, POST "
-                       "/v1/completions, POST /tokenize, POST /detokenize, GET /health, GET "
-                       "/metrics)");
+                       "/v1/completions, POST /tokenize, POST /detokenize, GET "
+                       "/v1/sessions/{id}/cache, GET /props, GET /health, GET /metrics, and "
+                       "its web page at GET /)");
     }
   }
   SendError(res, error);
@@ -83,9 +103,10 @@ void SendResult(httplib::Response& res, const std::variant<json, ApiError>& resu
   SendJson(res, std::get<json>(result));
 }
 
-// With --api-key, every route but /health wants "Authorization: Bearer KEY" (OpenAI's header).
+// With --api-key, every route but /health and the web page's files wants "Authorization:
+// Bearer KEY" (OpenAI's header); the page asks for the key before it calls the API.
 bool Authorized(const httplib::Request& req, const std::string& api_key) {
-  if (api_key.empty() || req.path == "/health") return true;
+  if (api_key.empty() || req.path == "/health" || IsWebPath(req.path)) return true;
   const std::string header = req.get_header_value("Authorization");
   const std::string bearer = "Bearer ";
   return header.size() == bearer.size() + api_key.size() && header.rfind(bearer, 0) == 0 &&
@@ -144,7 +165,16 @@ void InstallRoutes(httplib::Server& http, const ServerContext& ctx, const RouteO
   http.Post("/detokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
     SendResult(res, DetokenizeRequest(*ctx.model->tokenizer, req.body));
   });
+  http.Get("/props", [&ctx](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, PropsJson(ctx));
+  });
+  http.Get(std::string(kSessionPrefix) + "([^/]+)" + kSessionCacheSuffix,
+           [&ctx](const httplib::Request& req, httplib::Response& res) {
+             SendResult(res, SessionCacheReport(ctx, req.matches[1]));
+           });
+  InstallWebRoutes(http);
   http.set_pre_routing_handler([options](const httplib::Request& req, httplib::Response& res) {
+    BeginRequestLog();
     if (Authorized(req, options.api_key)) return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
     SendError(res, Unauthorized("invalid or missing API key: send the header "
@@ -167,9 +197,11 @@ void InstallRoutes(httplib::Server& http, const ServerContext& ctx, const RouteO
   http.set_logger([&ctx, options](const httplib::Request& req, const httplib::Response& res) {
     ctx.metrics->CountResponse(RouteLabel(req.path), res.status);
     if (options.log_requests) {
-      std::fprintf(stderr, "qevict serve: %s %s -> %d\n", req.method.c_str(), req.path.c_str(),
-                   res.status);
+      const std::string line = FormatRequestLogLine(
+          req.method, req.path, res.status, CurrentRequestLog(), RequestLogEntry::Clock::now());
+      std::fprintf(stderr, "%s\n", line.c_str());
     }
+    CurrentRequestLog() = RequestLogEntry{};  // a request the router never sees starts empty
   });
 }
 

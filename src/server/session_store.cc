@@ -126,6 +126,19 @@ int64_t SessionStore::Release(int64_t bytes) {
   return freed;
 }
 
+bool SessionStore::Inspect(
+    const std::string& name,
+    const std::function<void(const Conversation&, int64_t bytes)>& inspect) const {
+  if (name.empty()) return false;  // unnamed conversations are not addressable
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Entry& entry : entries_) {
+    if (entry.name != name || entry.conversation == nullptr) continue;
+    inspect(*entry.conversation, entry.bytes);
+    return true;
+  }
+  return false;
+}
+
 SessionStoreSnapshot SessionStore::Snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   SessionStoreSnapshot s = counters_;

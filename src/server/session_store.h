@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,13 @@ class SessionStore : public HeldMemory {
   int64_t Release(int64_t bytes) override;
 
   SessionStoreSnapshot Snapshot() const;
+
+  // Calls `inspect` with the kept conversation named `name` and its reserved bytes, under the
+  // store's lock (so it is neither taken nor dropped meanwhile; `inspect` reads it and must not
+  // call the store). False when none of that name is kept: never kept, dropped, or in use by a
+  // running request. Its idle time is not reset (looking at a conversation is not using it).
+  bool Inspect(const std::string& name,
+               const std::function<void(const Conversation&, int64_t bytes)>& inspect) const;
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -439,6 +439,82 @@ def test_client_disconnect_while_waiting_for_a_whole_response(srv, args):
     assert generated < 1000, "generation went on after the hang-up: %d tokens" % generated
 
 
+LOG_LINE = re.compile(
+    r"^qevict serve: request (?P<method>\S+) (?P<path>\S+) (?P<status>\d{3}) "
+    r"prompt=(?P<prompt>\d+|-) cached=(?P<cached>\d+|-) generated=(?P<generated>\d+|-) "
+    r"ttft_ms=(?P<ttft>[0-9.]+|-) decode_tps=(?P<tps>[0-9.]+|-) policy=(?P<policy>\S+) "
+    r"resident_bytes=(?P<resident>\d+|-) total_ms=(?P<total>[0-9.]+|-)$", re.M)
+
+
+def log_lines(srv, marker):
+    """The request log lines (-v) after the line of the request to `marker`."""
+    lines = [m.groupdict() for m in LOG_LINE.finditer(srv.stderr())]
+    for k in range(len(lines) - 1, -1, -1):
+        if lines[k]["path"] == marker:
+            return lines[k + 1:]
+    return lines
+
+
+def test_request_log_line(srv, args):
+    """One line per response with -v, in the documented format (docs/server.md)."""
+    marker = "/log-marker-%d" % time.time_ns()
+    assert srv.get(marker)[0] == 404
+    client = srv.client()
+    r = client.chat.completions.create(model="any", messages=CAPITAL, max_tokens=8, temperature=0,
+                                       extra_body=KV_QEVICT)
+    chunks = list(client.chat.completions.create(model="any", messages=CAPITAL, max_tokens=8,
+                                                 temperature=0, stream=True))
+    assert chunks
+    srv.get("/health")
+
+    def have_three():
+        return len(log_lines(srv, marker)) >= 3
+    wait_until(have_three, 10, "three log lines")
+    whole, streamed, health = log_lines(srv, marker)[:3]
+    assert whole["method"] == "POST" and whole["path"] == "/v1/chat/completions", whole
+    assert whole["status"] == "200" and whole["policy"] == "qevict", whole
+    assert int(whole["prompt"]) == r.usage.prompt_tokens, (whole, r.usage)
+    assert int(whole["generated"]) == r.usage.completion_tokens, (whole, r.usage)
+    assert int(whole["cached"]) == r.usage.prompt_tokens_details.cached_tokens, (whole, r.usage)
+    assert int(whole["resident"]) == r.model_extra["kv"]["resident_bytes"], whole
+    for line in (whole, streamed):
+        assert float(line["ttft"]) > 0 and float(line["tps"]) > 0, line
+        assert float(line["ttft"]) <= float(line["total"]), line
+    assert streamed["policy"] == "full", streamed  # the server's default
+    assert health["path"] == "/health" and health["status"] == "200", health
+    for key in ("prompt", "cached", "generated", "ttft", "tps", "policy", "resident"):
+        assert health[key] == "-", health
+    assert float(health["total"]) >= 0, health
+
+
+def test_web_page_is_served(srv, args):
+    """The page and its files from the binary, with their types and validators; /props."""
+    with urllib.request.urlopen(srv.url("/"), timeout=30) as r:
+        page = r.read().decode()
+        assert r.headers["Content-Type"] == "text/html; charset=utf-8", r.headers
+        assert r.headers["Cache-Control"] == "no-cache", r.headers
+        etag = r.headers["ETag"]
+    assert '<script src="/web/app.js">' in page and "/web/style.css" in page
+    for name, kind in (("app.js", "text/javascript"), ("style.css", "text/css")):
+        with urllib.request.urlopen(srv.url("/web/" + name), timeout=30) as r:
+            assert r.headers["Content-Type"].startswith(kind), r.headers
+            assert len(r.read()) > 1000
+    req = urllib.request.Request(srv.url("/"), headers={"If-None-Match": etag})
+    try:
+        urllib.request.urlopen(req, timeout=30)
+        raise AssertionError("no 304 for the page's own ETag")
+    except urllib.error.HTTPError as e:
+        assert e.code == 304, e.code
+    assert srv.get("/web/missing.js")[0] == 404
+    expect_error(curl(srv, "/", "-d", "{}"), 405, code="method_not_allowed")
+    status, body = srv.get("/props")
+    assert status == 200, body
+    props = json.loads(body)
+    names = [p["name"] for p in props["kv"]["policies"]]
+    assert "qevict" in names and "full" in names and props["kv"]["default_policy"] == "full"
+    assert props["n_ctx"] > 0 and props["total_slots"] == 2 and props["sessions"] is True
+
+
 def test_metrics(srv, args):
     m = srv.metrics()
     for name in ("qevict_tokens_generated_total", "qevict_tokens_per_second",
@@ -748,6 +824,11 @@ def test_api_key(args):
         assert srv.get("/health")[0] == 200
         status, body = srv.get("/v1/models")
         assert status == 401 and body and json.loads(body)["error"]["code"] == "invalid_api_key"
+        # The web page holds no data and asks for the key itself; what it calls wants the key.
+        assert srv.get("/")[0] == 200 and srv.get("/web/app.js")[0] == 200
+        for path in ("/props", "/v1/sessions/any/cache"):
+            status, body = srv.get(path)
+            assert status == 401 and json.loads(body)["error"]["code"] == "invalid_api_key", path
         expect_error(curl(srv, "/v1/completions", "-d", '{"prompt": "hi", "max_tokens": 1}',
                           "-H", "Authorization: Bearer wrong"), 401, code="invalid_api_key")
         client = OpenAI(base_url=srv.url("/v1"), api_key="sesame", max_retries=0, timeout=120)
@@ -794,6 +875,52 @@ def converse(srv, document, questions, max_tokens=24, session_id=None, kv=KV_SES
         messages.append({"role": "assistant", "content": answer})
         out.append((answer, body["usage"]))
     return out
+
+
+def session_cache(srv, session_id):
+    status, body = srv.get("/v1/sessions/%s/cache" % session_id)
+    assert status == 200, body
+    return json.loads(body)
+
+
+def test_session_cache_endpoint(srv, args):
+    """GET /v1/sessions/{id}/cache: a kept conversation's windows per tier and its bytes, after
+    each turn; 404 for a name not kept, 400 for an invalid one."""
+    sid = "cache-%d" % time.time_ns()
+    status, body = srv.get("/v1/sessions/%s/cache" % sid)
+    assert status == 404 and json.loads(body)["error"]["code"] == "session_not_found", body
+    assert srv.get("/v1/sessions/bad%20id/cache")[0] == 400
+    document = parcel_document(chars=1500)
+    kv = {"policy": "qevict", "budget": 0.2}
+    turns = converse(srv, document, QUESTIONS[:1], session_id=sid, kv=kv)
+    first = session_cache(srv, sid)
+    turns += converse(srv, document, QUESTIONS[:2], session_id=sid, kv=kv)[1:]
+    second = session_cache(srv, sid)
+    assert turns[1][1]["prompt_tokens_details"]["cached_tokens"] == first["tokens"], turns
+    for report, (_, usage) in ((first, turns[0]), (second, turns[1])):
+        assert report["object"] == "session.cache" and report["id"] == sid
+        assert report["policy"] == "qevict", report["policy"]
+        # The kept tokens: the prompt and the generated ones that went through the model.
+        assert usage["prompt_tokens"] < report["tokens"] <= (
+            usage["prompt_tokens"] + usage["completion_tokens"]), (report["tokens"], usage)
+        tiers, b = report["tiers"], report["bytes"]
+        assert tiers["tiered"] and tiers["layers"] == 30 and tiers["bits"] == 2, tiers["layers"]
+        assert len(tiers["by_layer"]) == tiers["layers"]
+        windows = tiers["windows"]
+        # Every token after the sinks is in a window (the last one may be filling).
+        assert tiers["sink_tokens"] + sum(w["n_tokens"] for w in windows) == report["tokens"]
+        for k, w in enumerate(windows):
+            assert w["fp16"] + w["quant"] + w["evicted"] == tiers["layers"], w
+            assert w["first_token"] == tiers["sink_tokens"] + k * tiers["window"], w
+            assert [layer[k] for layer in tiers["by_layer"]].count("0") == w["fp16"], w
+        assert any(w["quant"] for w in windows) and any(w["evicted"] for w in windows)
+        assert b["resident"] == b["fp16"] + b["quant"] + b["meta"], b
+        assert 0 < b["resident"] <= b["reserved"] and b["reserved"] == report["kept_bytes"], b
+        assert b["budget"] > 0 and b["floor"] > 0 and b["cold"] == 0, b
+        assert b["process_rss"] > b["reserved"], b
+    assert len(second["tiers"]["windows"]) > len(first["tiers"]["windows"])
+    moves = second["moves"]
+    assert moves["evictions"] >= first["moves"]["evictions"] > 0, (first["moves"], moves)
 
 
 def test_sessions_continue_like_one_process(srv, args):
@@ -1065,7 +1192,8 @@ GROUPS = {
              test_client_disconnect_while_waiting_for_a_whole_response,
              test_tokenize_and_detokenize, test_penalties_and_logit_bias_change_the_output,
              test_logprobs, test_logprobs_stream_with_their_chunks,
-             test_budget_without_max_tokens_counts_prompt_plus_128, test_metrics],
+             test_budget_without_max_tokens_counts_prompt_plus_128, test_request_log_line,
+             test_web_page_is_served, test_metrics],
             [test_admission_control, test_api_key]),
     # Per-request KV policies and what the process keeps: the policy sweep, routed requests one
     # after another, concurrent streaming load.
@@ -1074,7 +1202,7 @@ GROUPS = {
     # `make test-long` only (CTest label `long`): the soak, many rounds of mixed load.
     "soak": ([test_soak_streaming_clients_and_sessions], []),
     # Conversations kept between requests.
-    "sessions": ([test_sessions_continue_like_one_process,
+    "sessions": ([test_session_cache_endpoint, test_sessions_continue_like_one_process,
                   test_sessions_divergent_history_never_reuses,
                   test_sessions_concurrent_conversations_are_isolated],
                  [test_sessions_bounded_by_count_and_ttl,
@@ -1126,7 +1254,8 @@ def main():
         on_main, standalone = GROUPS[group]
         print("group %s" % group)
         try:
-            srv = ServerProcess(args.binary, args.model, "--slots", "2", "-t", "2", "--queue", "16")
+            srv = ServerProcess(args.binary, args.model, "--slots", "2", "-t", "2", "--queue", "16",
+                                "-v")  # -v: the request log (test_request_log_line)
         except Exception:  # noqa: BLE001
             srv = None
             failed += 1
