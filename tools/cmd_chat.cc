@@ -14,6 +14,7 @@
 #include "tools/commands.h"
 #include "tools/generation_flags.h"
 #include "tools/kv_flags.h"
+#include "tools/kv_stats_summary.h"
 #include "util/error.h"
 #include "util/memory_stats.h"
 
@@ -135,7 +136,9 @@ int Chat(const ChatFlags& f) {
                 conversation.session().timings(), conversation.session().cache().Stats(),
                 start.reused_tokens > 0 ? promotions_before : 0);
   }
-  if (turn > 0) PrintKvStats(f.kv, conversation.session().cache().Stats());
+  if (turn > 0) {
+    PrintKvStats(f.kv, conversation.session().cache().Stats(), m.model->config().n_layers);
+  }
   return 0;
 }
 

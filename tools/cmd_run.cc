@@ -8,6 +8,7 @@
 #include "tools/commands.h"
 #include "tools/generation_flags.h"
 #include "tools/kv_flags.h"
+#include "tools/kv_stats_summary.h"
 #include "util/error.h"
 
 namespace qevict::cli {
@@ -173,7 +174,7 @@ int Run(const RunFlags& f) {
                t.generate_seconds > 0 ? t.generated_tokens / t.generate_seconds : 0.0,
                pool.size(), result.finish_reason.c_str());
   if (!warned) warned = WarnIfInfeasible(session.cache().Stats());
-  PrintKvStats(f.kv, session.cache().Stats());
+  PrintKvStats(f.kv, session.cache().Stats(), m.model->config().n_layers);
   return 0;
 }
 
