@@ -45,7 +45,8 @@ KvStatsContext MakeKvStatsContext(const KvFlags& flags, int n_layers) {
 }
 
 bool KvOverBudget(const KvStatsContext& c, const KvStats& s) {
-  if (s.budget_bytes < 0 || s.routing_steps == 0) return false;
+  // An infeasible budget is said as such (the cache keeps what the policy cannot give up).
+  if (s.budget_bytes < 0 || s.routing_steps == 0 || s.infeasible) return false;
   const int64_t limit = Limit(s);
   const int64_t mapped_limit = limit + limit / 4 + (int64_t{1} << 20);
   if (s.routed_reserved_peak_bytes > mapped_limit) return true;
@@ -81,36 +82,41 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
   out += "\n  reserved " + SummaryMiB(s.reserved_bytes) + "; process RSS " +
          SummaryMiB(memory.rss_bytes) + " (peak " + SummaryMiB(memory.peak_rss_bytes) + ")";
   if (budget && s.prefill_peak_bytes > Limit(s)) {
-    out += "\n  while the prompt was read: peak " + SummaryMiB(s.prefill_peak_bytes) + ", ";
+    out += "\n  peak " + SummaryMiB(s.prefill_peak_bytes) + " while the prompt was read: ";
     out += c.prefill_chunk > 0
-               ? "the budget plus one prompt chunk (" + std::to_string(c.prefill_chunk) +
-                     " tokens) held in fp16 until it is routed, as bounded prefill does "
-                     "(--kv-prefill-chunk sets the chunk)"
-               : std::string("the whole prompt in fp16 until its end is routed "
-                             "(--kv-prefill-chunk 0; a chunk size bounds it)");
+               ? "up to one " + std::to_string(c.prefill_chunk) +
+                     "-token chunk of it held in fp16 on top of the budget until the cache "
+                     "routes it\n    (bounded prefill, as expected; --kv-prefill-chunk sets the "
+                     "chunk)"
+               : std::string("the whole prompt held in fp16 until its end is routed\n    "
+                             "(--kv-prefill-chunk 0, the paper's mode; a chunk size bounds it)");
   }
+  // Sliding-window layers keep rings, not windows: the counts cover the other layers.
+  const int layers_counted = c.n_layers - s.sliding_layers;
   const std::string layers =
-      c.n_layers > 0 ? "summed over the " + std::to_string(c.n_layers) + " layers"
-                     : "summed over the layers";
+      layers_counted > 0 ? "summed over the " + std::to_string(layers_counted) + " " +
+                               (s.sliding_layers > 0 ? "global " : "") + "layers"
+                         : "summed over the layers";
   out += "\n  tokens " + std::to_string(s.tokens_seen) + " seen, " +
-         std::to_string(s.tokens_resident) + " resident; windows (" + layers + ") " +
-         std::to_string(s.fp16_windows) + " fp16, " + std::to_string(s.quant_windows) +
-         " quantized, " + std::to_string(s.evicted_windows) + " evicted; promotions " +
-         std::to_string(s.promotions) + ", demotions " + std::to_string(s.demotions) +
-         ", routing steps " + std::to_string(s.routing_steps);
+         std::to_string(s.tokens_resident) + " resident";
+  const bool windows = s.routing_steps > 0 || s.fp16_windows + s.quant_windows > 0;
+  if (windows) {  // `full` keeps tokens, not windows
+    out += "; windows (" + layers + ") " + std::to_string(s.fp16_windows) + " fp16, " +
+           std::to_string(s.quant_windows) + " quantized, " + std::to_string(s.evicted_windows) +
+           " evicted; promotions " + std::to_string(s.promotions) + ", demotions " +
+           std::to_string(s.demotions) + ", routing steps " + std::to_string(s.routing_steps);
+  }
   if (KvOverBudget(c, s)) {
-    out += "\n  OVER BUDGET: after routing the cache held " +
-           SummaryMiB(std::max(s.peak_bytes, s.routed_reserved_peak_bytes)) +
-           ", more than its budget (or floor) allows; this is a bug, please report it with "
-           "the command line";
+    out += "\n  OVER BUDGET: once routed the cache held " + SummaryMiB(s.peak_bytes) +
+           " (mapped " + SummaryMiB(s.routed_reserved_peak_bytes) +
+           "), more than its budget or floor allows\n    (docs/kv-cache.md, \"Memory\"): a bug; "
+           "please report it with the command line";
   }
   if (s.infeasible) out += "\n  INFEASIBLE: " + s.note;
-  out += "\n  (resident: the bytes the cache holds for its tokens, which the budget caps; "
-         "reserved: the memory mapped from the OS for them, whole slabs and policy buffers";
-  if (budget) {
-    out += "; floor: the least any budget leaves, sinks, recent windows and positions";
-  }
-  out += "; a window is " + std::to_string(c.window) + " tokens of one layer)";
+  out += "\n  resident: the bytes held for the tokens, which the budget caps; reserved: the "
+         "memory mapped\n    from the OS for them (whole slabs, policy buffers)";
+  if (budget) out += "; floor: the least any budget leaves\n    (sinks, recent windows, positions)";
+  if (windows) out += "; a window: " + std::to_string(c.window) + " tokens of one layer";
   return out + "\n";
 }
 
