@@ -13,11 +13,12 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 #include "engine/chat_prompt.h"
 #include "engine/conversation.h"
 #include "engine/loaded_model.h"
-#include "engine/chat_prompt.h"
 #include "tools/commands.h"
 #include "tools/generation_flags.h"
 #include "tools/kv_flags.h"

@@ -1,10 +1,11 @@
 // `qevict run`: generate text from a prompt, streaming it to stdout; timings to stderr.
 #include <cstdio>
+#include <optional>
 
+#include "engine/chat_prompt.h"
 #include "engine/conversation.h"
 #include "engine/generate.h"
 #include "engine/loaded_model.h"
-#include "engine/chat_prompt.h"
 #include "tools/commands.h"
 #include "tools/generation_flags.h"
 #include "tools/kv_flags.h"

@@ -78,7 +78,8 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
   if (s.sliding_layers > 0) {
     out += " (sliding-window rings " + SummaryMiB(s.sliding_bytes) + " in fp16)";
   }
-  if (s.cold_bytes > 0) out += "; exact-recovery cold store " + SummaryMiB(s.cold_bytes) + " on disk";
+  if (s.cold_bytes > 0)
+    out += "; exact-recovery cold store " + SummaryMiB(s.cold_bytes) + " on disk";
   out += "\n  reserved " + SummaryMiB(s.reserved_bytes) + "; process RSS " +
          SummaryMiB(memory.rss_bytes) + " (peak " + SummaryMiB(memory.peak_rss_bytes) + ")";
   if (budget && s.prefill_peak_bytes > Limit(s)) {
@@ -88,15 +89,16 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
                      "-token chunk of it held in fp16 on top of the budget until the cache "
                      "routes it\n    (bounded prefill, as expected; --kv-prefill-chunk sets the "
                      "chunk)"
-               : std::string("the whole prompt held in fp16 until its end is routed\n    "
-                             "(--kv-prefill-chunk 0, the paper's mode; a chunk size bounds it)");
+               : std::string(
+                     "the whole prompt held in fp16 until its end is routed\n    "
+                     "(--kv-prefill-chunk 0, the paper's mode; a chunk size bounds it)");
   }
   // Sliding-window layers keep rings, not windows: the counts cover the other layers.
   const int layers_counted = c.n_layers - s.sliding_layers;
-  const std::string layers =
-      layers_counted > 0 ? "summed over the " + std::to_string(layers_counted) + " " +
-                               (s.sliding_layers > 0 ? "global " : "") + "layers"
-                         : "summed over the layers";
+  const std::string layers = layers_counted > 0
+                                 ? "summed over the " + std::to_string(layers_counted) + " " +
+                                       (s.sliding_layers > 0 ? "global " : "") + "layers"
+                                 : "summed over the layers";
   out += "\n  tokens " + std::to_string(s.tokens_seen) + " seen, " +
          std::to_string(s.tokens_resident) + " resident";
   const bool windows = s.routing_steps > 0 || s.fp16_windows + s.quant_windows > 0;
@@ -107,14 +109,15 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
            std::to_string(s.demotions) + ", routing steps " + std::to_string(s.routing_steps);
   }
   if (KvOverBudget(c, s)) {
-    out += "\n  OVER BUDGET: once routed the cache held " + SummaryMiB(s.peak_bytes) +
-           " (mapped " + SummaryMiB(s.routed_reserved_peak_bytes) +
+    out += "\n  OVER BUDGET: once routed the cache held " + SummaryMiB(s.peak_bytes) + " (mapped " +
+           SummaryMiB(s.routed_reserved_peak_bytes) +
            "), more than its budget or floor allows\n    (docs/kv-cache.md, \"Memory\"): a bug; "
            "please report it with the command line";
   }
   if (s.infeasible) out += "\n  INFEASIBLE: " + s.note;
-  out += "\n  resident: the bytes held for the tokens, which the budget caps; reserved: the "
-         "memory mapped\n    from the OS for them (whole slabs, policy buffers)";
+  out +=
+      "\n  resident: the bytes held for the tokens, which the budget caps; reserved: the "
+      "memory mapped\n    from the OS for them (whole slabs, policy buffers)";
   if (budget) out += "; floor: the least any budget leaves\n    (sinks, recent windows, positions)";
   if (windows) out += "; a window: " + std::to_string(c.window) + " tokens of one layer";
   return out + "\n";

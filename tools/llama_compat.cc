@@ -49,8 +49,9 @@ void NoteIgnoredGpuFlags(const CLI::App& cmd) {
   for (const char* name : {"--n-gpu-layers", "--main-gpu", "--split-mode", "--tensor-split"}) {
     const CLI::Option* option = cmd.get_option_no_throw(name);
     if (option != nullptr && option->count() > 0) {
-      std::fprintf(stderr, "qevict: note: %s is ignored: qevict is a CPU engine (every layer runs "
-                           "on the CPU)\n",
+      std::fprintf(stderr,
+                   "qevict: note: %s is ignored: qevict is a CPU engine (every layer runs "
+                   "on the CPU)\n",
                    name == std::string("--n-gpu-layers") ? "-ngl" : name);
       return;
     }

@@ -17,8 +17,8 @@ PromptCacheUse RestorePromptCache(const std::string& path, bool read_only,
     return use;
   }
   const std::vector<int32_t>& saved = file->tokens();
-  const bool prefix = saved.size() <= prompt.size() &&
-                      std::equal(saved.begin(), saved.end(), prompt.begin());
+  const bool prefix =
+      saved.size() <= prompt.size() && std::equal(saved.begin(), saved.end(), prompt.begin());
   if (!prefix) {
     const size_t common =
         std::mismatch(saved.begin(), saved.end(), prompt.begin(), prompt.end()).first -
