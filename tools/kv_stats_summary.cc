@@ -23,11 +23,6 @@ std::string SummaryPercent(int64_t part, int64_t whole) {
   return buf;
 }
 
-// fp16 bytes of one token over the layers a policy compresses (sliding-window rings apart).
-int64_t Fp16BytesPerToken(const KvStats& s) {
-  return s.tokens_seen > 0 ? s.full_fp16_bytes / s.tokens_seen : 0;
-}
-
 // The bytes the cache promises not to exceed once routed: the budget, or its floor when the
 // budget is below it.
 int64_t Limit(const KvStats& s) { return std::max(s.budget_bytes, s.floor_bytes); }
@@ -42,19 +37,6 @@ KvStatsContext MakeKvStatsContext(const KvFlags& flags, int n_layers) {
   c.window = flags.config.window;
   c.n_layers = n_layers;
   return c;
-}
-
-bool KvOverBudget(const KvStatsContext& c, const KvStats& s) {
-  // An infeasible budget is said as such (the cache keeps what the policy cannot give up).
-  if (s.budget_bytes < 0 || s.routing_steps == 0 || s.infeasible) return false;
-  const int64_t limit = Limit(s);
-  const int64_t mapped_limit = limit + limit / 4 + (int64_t{1} << 20);
-  if (s.routed_reserved_peak_bytes > mapped_limit) return true;
-  // The run's peak came after the prompts were read: decoding, where the cache may grow by the
-  // tokens between two routing steps (and the window they open) before it routes again.
-  const int64_t decode_slack =
-      static_cast<int64_t>(c.route_every + c.window) * Fp16BytesPerToken(s) + s.sliding_bytes;
-  return s.peak_bytes > s.prefill_peak_bytes && s.peak_bytes > limit + decode_slack;
 }
 
 std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
@@ -108,7 +90,7 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
            " evicted; promotions " + std::to_string(s.promotions) + ", demotions " +
            std::to_string(s.demotions) + ", routing steps " + std::to_string(s.routing_steps);
   }
-  if (KvOverBudget(c, s)) {
+  if (KvStatsOverBudget(s, c.route_every, c.window)) {
     out += "\n  OVER BUDGET: once routed the cache held " + SummaryMiB(s.peak_bytes) + " (mapped " +
            SummaryMiB(s.routed_reserved_peak_bytes) +
            "), more than its budget or floor allows\n    (docs/kv-cache.md, \"Memory\"): a bug; "
@@ -129,6 +111,7 @@ void PrintKvStats(const KvFlags& flags, const KvStats& s, int n_layers) {
   if (flags.json) {
     nlohmann::json j = KvStatsToJson(s);
     j["policy"] = flags.policy;
+    j["over_budget"] = KvStatsOverBudget(s, flags.config.route_every, flags.config.window);
     std::fprintf(stderr, "%s\n", j.dump().c_str());
   }
 }

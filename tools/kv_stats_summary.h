@@ -23,14 +23,8 @@ KvStatsContext MakeKvStatsContext(const KvFlags& flags, int n_layers);
 
 // The summary's lines, without printing.
 std::string KvStatsSummary(const KvStatsContext& context, const KvStats& stats);
-// Whether the cache held more than it promises: after routing, more mapped than
-// 1.25 x max(budget, floor) + 1 MiB (docs/kv-cache.md, "Memory"), or while decoding more than
-// max(budget, floor) plus the tokens generated between two routing steps. The prompt-reading
-// peak (the budget plus one prompt chunk in fp16) is not an overrun.
-bool KvOverBudget(const KvStatsContext& context, const KvStats& stats);
-
 // With --kv-stats (or --json): the summary on stderr, then with --json the raw statistics as
-// one JSON line.
+// one JSON line, with "over_budget" (KvStatsOverBudget, engine/kv_stats_json.h).
 void PrintKvStats(const KvFlags& flags, const KvStats& stats, int n_layers = 0);
 // One line on stderr when the budget cannot be met (the note names the smallest feasible
 // budget); returns whether it printed.
