@@ -7,6 +7,8 @@ PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 "$PY" scripts/render_results.py --qevict "${BIN:-build/qevict}" --out docs/results.md \
   --images docs/results docs/results/runs/*
+# README.md's "which policy" table: the best policy of the cells it names, from the page above.
+"$PY" scripts/render_readme_policies.py --write
 # Issue 20's score-source cells (both protocols: the renderer keeps context-only rows in tables,
 # full-cache references and verdicts of their own) on a page of their own.
 if compgen -G "docs/results-qa/runs/*" >/dev/null; then

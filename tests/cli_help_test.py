@@ -4,7 +4,8 @@ prints agree with the ones the docs state.
 
 For each subcommand, each listed option is passed (with its printed default, or a sample value)
 together with a model path that does not exist: the command must fail after parsing (exit 1,
-qevict's own error), never on the command line (CLI11's "not expected" / exit codes 2, 105-109).
+qevict's own error about the model), never on the command line (a parse error: "qevict: error: ...;
+see 'qevict SUB --help' for the options", also exit 1).
 Then the defaults of the --kv-* options are compared with docs/kv-cache.md's options table, and
 the sampling defaults with README.md and docs/server.md.
 
@@ -68,8 +69,9 @@ def check_accepted(binary, sub, names, kind, default):
         out = subprocess.run(args, capture_output=True, text=True, timeout=30,
                              stdin=subprocess.DEVNULL)
         # Exit 1 with qevict's own error: the command line parsed, the run failed later (on the
-        # model, or on another missing input). CLI11 refuses with 2 or 105-109 and "--help".
-        if out.returncode != 1 or "run with --help" in out.stderr.lower():
+        # model, or on another missing input). A parse error is exit 1 too, and points at --help.
+        if (out.returncode != 1 or "--help' for the options" in out.stderr
+                or not out.stderr.startswith("qevict: ")):
             fail("%s %s: not accepted (exit %d): %s" % (sub, " ".join(args[4:] if sub != "report"
                                                                    else args[3:]),
                                                         out.returncode, out.stderr.strip()[:300]))

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <random>
 
+#include "engine/chat_prompt.h"
 #include "engine/conversation.h"
 #include "policy/registry.h"
 #include "tests/test_support.h"
@@ -321,6 +322,69 @@ TEST_F(PromptCacheFileTest, AlteredStateIsRefusedOrHarmless) {
   EXPECT_EQ(start.reused_tokens, 0);
   EXPECT_EQ(c.Generate(*m_->tokenizer, start.logits, testing::Greedy(8)).tokens, expected_);
   std::filesystem::remove(altered);
+}
+
+}  // namespace
+}  // namespace qevict
+
+namespace qevict {
+namespace {
+
+// --prompt-cache with the chat template (`run --chat`, `chat -f`): the document turn -- the
+// conversation up to the document's end -- encodes to the same tokens whatever question follows,
+// so a cache saved there is continued by every later question: only the question and the
+// template's closing are prefilled, and the answer is the one a conversation that read the
+// document turn itself gives.
+TEST(PromptCacheChatTest, DocumentTurnIsAStablePrefixOfEveryQuestion) {
+  const LoadedModel* m = testing::ReferenceModel();
+  if (m == nullptr) GTEST_SKIP() << "reference model not found (make setup)";
+  // A document ending without a newline, then questions opening with one: one encoding of the
+  // whole rendering would merge the boundary differently for each.
+  const std::string document = Document(6) + "The code is 4172.";
+  const auto turn = [&](const std::string& question) {
+    const std::vector<ChatMessage> messages = {{"user", document + "\n\n" + question}};
+    return EncodeChatSplit(*m, messages, 0, document.size());
+  };
+  const SplitChatPrompt alone = EncodeChatSplit(*m, {{"user", document}}, 0, document.size());
+  const SplitChatPrompt first = turn("What is the code?");
+  const SplitChatPrompt second = turn("\nAnd the crate of record 2?");
+  ASSERT_GT(alone.stable, 0u);
+  ASSERT_LT(alone.stable, alone.tokens.size());  // the template's closing follows
+  for (const SplitChatPrompt* p : {&first, &second}) {
+    ASSERT_EQ(p->stable, alone.stable);
+    EXPECT_TRUE(std::equal(alone.tokens.begin(), alone.tokens.begin() + alone.stable,
+                           p->tokens.begin()));
+  }
+  // The rendering itself is the template's: decoded, it is what EncodeChat renders.
+  EXPECT_EQ(m->tokenizer->Decode(first.tokens, /*render_special=*/true),
+            m->tokenizer->Decode(m->EncodeChat({{"user", document + "\n\nWhat is the code?"}},
+                                               true),
+                                 /*render_special=*/true));
+
+  // Saved after the document turn, restored: the question continues from every saved token.
+  const KvConfig config = Config("qevict", 0.3);
+  ThreadPool pool(2);
+  const std::string path = TempPath("chat");
+  const std::vector<int32_t> doc(alone.tokens.begin(), alone.tokens.begin() + alone.stable);
+  Conversation reader(*m->model, pool, Options(2048), testing::PolicyCacheFactory(config));
+  reader.Prefill(doc, 16);
+  SavePromptCache(path, MakePromptCacheKey(testing::ReferenceModelPath(), config), reader);
+  const TurnStart direct = reader.Prefill(first.tokens, 16);
+  const std::vector<int32_t> want =
+      reader.Generate(*m->tokenizer, direct.logits, testing::Greedy(16)).tokens;
+
+  std::optional<PromptCacheFile> file =
+      PromptCacheFile::Open(path, MakePromptCacheKey(testing::ReferenceModelPath(), config));
+  ASSERT_TRUE(file.has_value());
+  Conversation restored(*m->model, pool, Options(2048), testing::PolicyCacheFactory(config));
+  file->RestoreInto(restored);
+  const TurnStart start = restored.Prefill(first.tokens, 16);
+  EXPECT_EQ(start.reused_tokens, static_cast<int64_t>(alone.stable));
+  EXPECT_EQ(restored.session().timings().prompt_tokens,
+            static_cast<int64_t>(first.tokens.size() - alone.stable));
+  EXPECT_EQ(restored.Generate(*m->tokenizer, start.logits, testing::Greedy(16)).tokens, want);
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
 }
 
 }  // namespace

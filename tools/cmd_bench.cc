@@ -17,6 +17,7 @@
 #include "tokenizer/vocab.h"
 #include "tools/commands.h"
 #include "tools/kv_flags.h"
+#include "tools/kv_stats_summary.h"
 #include "util/bandwidth.h"
 #include "util/cpu_features.h"
 #include "util/error.h"

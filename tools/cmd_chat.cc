@@ -1,19 +1,29 @@
 // `qevict chat`: an interactive multi-turn chat over an optional document, in the model's chat
 // template. Each turn continues the same compressed cache (engine/conversation.h): only the new
 // message is prefilled, and windows archived while earlier questions were answered can be
-// promoted back when a later one needs them. Answers stream to stdout; after each, one status
-// line on stderr (tokens, KV bytes: ledger, reserved, full-cache equivalent; promotions; RSS).
+// promoted back when a later one needs them. A document (-f) opens the first message; with a
+// budget it is read in --kv-prefill-chunk chunks routed after each, so all but its last chunk
+// is compressed before the question is read. With --prompt-cache the document is a turn of its
+// own, read (or restored from the file) and compressed at its end before the first message is
+// asked for, as in the context-only protocol. Answers stream to stdout, each followed by a line
+// "---"; after each, one status line on stderr (tokens, KV bytes: ledger, reserved,
+// full-cache equivalent; promotions; RSS).
 // Reads one user turn per line from stdin, so a pipe can drive it; "/exit" or end of input ends.
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <string_view>
 
+#include "engine/chat_prompt.h"
 #include "engine/conversation.h"
 #include "engine/loaded_model.h"
 #include "tools/commands.h"
 #include "tools/generation_flags.h"
 #include "tools/kv_flags.h"
+#include "tools/kv_stats_summary.h"
+#include "tools/prompt_cache_use.h"
 #include "util/error.h"
 #include "util/memory_stats.h"
 
@@ -31,7 +41,49 @@ struct ChatFlags {
   int64_t ctx = 0;
   int batch = 256;
   KvFlags kv;
+  std::string prompt_cache;
+  bool prompt_cache_ro = false;
 };
+
+// The first user message: the document, a blank line, the message.
+constexpr std::string_view kDocumentSeparator = "\n\n";
+
+// The document turn before any question: the rendered conversation up to the document's end
+// (system message, the first user turn's header, the document), which every turn's prompt
+// starts with. Read once, routed at its end (the context-only protocol), and with
+// --prompt-cache read from or saved to the file.
+std::vector<int32_t> DocumentTokens(const LoadedModel& m, const std::vector<ChatMessage>& opening,
+                                    const std::string& document) {
+  std::vector<ChatMessage> messages = opening;
+  messages.push_back({"user", document + std::string(kDocumentSeparator) + "?"});
+  SplitChatPrompt split = EncodeChatSplit(m, messages, messages.size() - 1, document.size());
+  split.tokens.resize(split.stable);
+  return split.tokens;
+}
+
+// Reads the document into the conversation before the first question (from --prompt-cache when
+// the file holds it) and says what it cost on stderr.
+void ReadDocument(const ChatFlags& f, const std::vector<int32_t>& document,
+                  Conversation& conversation) {
+  std::optional<PromptCacheUse> cache;
+  if (!f.prompt_cache.empty()) {
+    cache = RestorePromptCache(f.prompt_cache, f.prompt_cache_ro, f.model, f.kv.Resolve(),
+                               document, conversation);
+  }
+  const SessionTimings before = conversation.session().timings();
+  const TurnStart start = conversation.Prefill(document, f.n_predict);
+  const double seconds = conversation.session().timings().prompt_seconds - before.prompt_seconds;
+  const int64_t restored = cache ? cache->restored : 0;
+  std::fprintf(stderr, "[document] %zu tokens: %lld from the prompt cache, %lld read in %.2f s%s\n",
+               document.size(), static_cast<long long>(restored),
+               static_cast<long long>(static_cast<int64_t>(document.size()) - restored), seconds,
+               f.kv.policy == "full" ? ""
+                                     : "; compressed before the first question (the context-only "
+                                       "protocol: no question steers what is kept)");
+  if (cache && start.reused_tokens < static_cast<int64_t>(document.size())) {
+    SavePromptCacheFile(*cache, conversation);
+  }
+}
 
 double ToMiB(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
@@ -81,15 +133,35 @@ int Chat(const ChatFlags& f) {
   ApplyReconstruction(f.kv, *m.tokenizer, document, pool, so);
   Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
 
+  std::vector<ChatMessage> messages;
+  if (!f.system.empty()) messages.push_back({"system", f.system});
+  if (!f.prompt_cache.empty() && document.empty()) {
+    throw Error("--prompt-cache in chat needs the document it holds: give it with -f (the file "
+                "is used when the conversation starts with that document's tokens)");
+  }
+  // With --prompt-cache the document turn is a prompt of its own, which the file holds; without,
+  // the document and the first message are one prompt, as the server reads the same
+  // conversation (its kept sessions continue exactly as this command does).
+  const bool document_turn = !f.prompt_cache.empty();
+  if (document_turn) {
+    const std::vector<int32_t> tokens = DocumentTokens(m, messages, document);
+    if (static_cast<int64_t>(tokens.size()) + f.n_predict > context) {
+      throw Error("the document (" + std::to_string(tokens.size()) + " tokens) + -n " +
+                  std::to_string(f.n_predict) + " exceeds the context of " +
+                  std::to_string(context) + " tokens: shorten it, lower -n, or raise -c up to the "
+                  "model's " + std::to_string(model_ctx));
+    }
+    ReadDocument(f, tokens, conversation);
+  }
+
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) {
     std::fprintf(stderr,
                  "qevict chat: %s, kv policy %s%s. One message per line; /exit or Ctrl-D ends.\n",
                  f.model.c_str(), f.kv.policy.c_str(),
-                 document.empty() ? "" : ", the document goes before your first message");
+                 document.empty() ? "" : ", the document opens your first message");
   }
-  std::vector<ChatMessage> messages;
-  if (!f.system.empty()) messages.push_back({"system", f.system});
+  const size_t first_user = messages.size();
   std::string line;
   int turn = 0;
   while (true) {
@@ -103,8 +175,13 @@ int Chat(const ChatFlags& f) {
     if (line.empty()) continue;
     ++turn;
     const bool first = turn == 1;
-    messages.push_back({"user", first && !document.empty() ? document + "\n\n" + line : line});
-    const std::vector<int32_t> prompt = m.EncodeChat(messages, /*add_generation_prompt=*/true);
+    messages.push_back({"user", first && !document.empty()
+                                    ? document + std::string(kDocumentSeparator) + line
+                                    : line});
+    // With a document turn, split where DocumentTokens ends: every turn starts with its tokens.
+    const std::vector<int32_t> prompt =
+        !document_turn ? m.EncodeChat(messages, /*add_generation_prompt=*/true)
+                       : EncodeChatSplit(m, messages, first_user, document.size()).tokens;
     const int64_t needed = static_cast<int64_t>(prompt.size()) + f.n_predict;
     if (needed > context) {
       throw Error("the conversation (" + std::to_string(prompt.size()) + " tokens) + -n " +
@@ -128,14 +205,18 @@ int Chat(const ChatFlags& f) {
       return true;
     };
     const GenerateResult result = conversation.Generate(*m.tokenizer, start.logits, go);
-    std::fputc('\n', stdout);
+    // Each answer ends with a line of its own, so that answers read from a pipe or a file can
+    // be told apart (the status line goes to stderr).
+    std::fputs("\n---\n", stdout);
     std::fflush(stdout);
     messages.push_back({"assistant", result.text});
     PrintStatus(turn, static_cast<int64_t>(prompt.size()), start, result, before,
                 conversation.session().timings(), conversation.session().cache().Stats(),
                 start.reused_tokens > 0 ? promotions_before : 0);
   }
-  if (turn > 0) PrintKvStats(f.kv, conversation.session().cache().Stats());
+  if (turn > 0) {
+    PrintKvStats(f.kv, conversation.session().cache().Stats(), m.model->config().n_layers);
+  }
   return 0;
 }
 
@@ -157,6 +238,13 @@ std::function<int()> RegisterChat(CLI::App& app) {
   cmd->add_option("-c,--ctx,--ctx-size", flags->ctx,
                   "tokens the whole conversation may hold (default: the model's context)");
   AddKvFlags(*cmd, flags->kv, {true, true, kStatsJsonHelp});
+  CLI::Option* cache = cmd->add_option(
+      "--prompt-cache", flags->prompt_cache,
+      "file of the compressed KV cache after the document (-f): read from it when it holds "
+      "this document, saved to it otherwise (as `run --chat --prompt-cache` saves it)");
+  cmd->add_flag("--prompt-cache-ro", flags->prompt_cache_ro,
+                "read --prompt-cache but never write it")
+      ->needs(cache);
   return [flags] { return Chat(*flags); };
 }
 

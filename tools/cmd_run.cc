@@ -1,13 +1,16 @@
 // `qevict run`: generate text from a prompt, streaming it to stdout; timings to stderr.
 #include <cstdio>
+#include <optional>
 
+#include "engine/chat_prompt.h"
 #include "engine/conversation.h"
 #include "engine/generate.h"
 #include "engine/loaded_model.h"
-#include "engine/prompt_cache.h"
 #include "tools/commands.h"
 #include "tools/generation_flags.h"
 #include "tools/kv_flags.h"
+#include "tools/kv_stats_summary.h"
+#include "tools/prompt_cache_use.h"
 #include "util/error.h"
 
 namespace qevict::cli {
@@ -31,47 +34,6 @@ struct RunFlags {
   bool prompt_cache_ro = false;
 };
 
-// --prompt-cache: restores the saved conversation when the prompt starts with its tokens, and
-// says on stderr what it did. Returns the key the cache is saved under.
-PromptCacheKey RestorePromptCache(const RunFlags& f, const std::vector<int32_t>& prompt,
-                                  Conversation& conversation) {
-  PromptCacheKey key = MakePromptCacheKey(f.model, f.kv.Resolve());
-  std::optional<PromptCacheFile> file = PromptCacheFile::Open(f.prompt_cache, key);
-  if (!file) {
-    std::fprintf(stderr, "prompt cache: '%s' does not exist yet%s\n", f.prompt_cache.c_str(),
-                 f.prompt_cache_ro ? " (read-only: nothing will be saved)"
-                                   : "; it will be created");
-    return key;
-  }
-  const std::vector<int32_t>& saved = file->tokens();
-  const bool prefix = saved.size() <= prompt.size() &&
-                      std::equal(saved.begin(), saved.end(), prompt.begin());
-  if (!prefix) {
-    const size_t common =
-        std::mismatch(saved.begin(), saved.end(), prompt.begin(), prompt.end()).first -
-        saved.begin();
-    std::fprintf(stderr,
-                 "prompt cache: '%s' holds %zu tokens that this prompt does not start with (%zu "
-                 "in common; a compressed cache cannot be cut back); reading the prompt from the "
-                 "start%s\n",
-                 f.prompt_cache.c_str(), saved.size(), common,
-                 f.prompt_cache_ro ? "" : " and saving it over the file");
-    return key;
-  }
-  file->RestoreInto(conversation);
-  std::fprintf(stderr, "prompt cache: %zu of the prompt's %zu tokens read from '%s'\n",
-               saved.size(), prompt.size(), f.prompt_cache.c_str());
-  return key;
-}
-
-void SaveRunPromptCache(const RunFlags& f, const PromptCacheKey& key,
-                        const Conversation& conversation) {
-  const int64_t bytes = SavePromptCache(f.prompt_cache, key, conversation);
-  std::fprintf(stderr, "prompt cache: %zu tokens saved to '%s' (%.2f MiB)\n",
-               conversation.tokens().size(), f.prompt_cache.c_str(),
-               static_cast<double>(bytes) / (1 << 20));
-}
-
 int Run(const RunFlags& f) {
   if (f.prompt.empty() == f.prompt_file.empty()) {
     throw Error(f.prompt.empty() ? "no prompt: give -p PROMPT or -f FILE"
@@ -85,14 +47,27 @@ int Run(const RunFlags& f) {
   LoadedModel m = LoadedModel::Load(f.model);
   if (!f.chat_template.empty()) m.OverrideChatTemplate(f.chat_template);
   std::vector<int32_t> tokens;
+  // With --prompt-cache, the leading tokens a later prompt will start with: the whole raw prompt;
+  // in chat, the conversation up to the end of the user's text (the template's closing of the
+  // turn and the assistant header come after it), encoded apart from what follows
+  // (tools/chat_prompt.h), so that a later run's prompt, the same text and a question, starts
+  // with exactly those tokens.
+  size_t stable = 0;
   if (f.chat || !f.system.empty()) {  // a system message implies the chat template
     std::vector<ChatMessage> messages;
     if (!f.system.empty()) messages.push_back({"system", f.system});
     messages.push_back({"user", text});
-    tokens = m.EncodeChat(messages, /*add_generation_prompt=*/true);
+    if (f.prompt_cache.empty()) {
+      tokens = m.EncodeChat(messages, /*add_generation_prompt=*/true);
+    } else {
+      SplitChatPrompt split = EncodeChatSplit(m, messages, messages.size() - 1, text.size());
+      tokens = std::move(split.tokens);
+      stable = split.stable;
+    }
   } else {
     tokens = m.EncodeRaw(text);
   }
+  if (stable == 0) stable = tokens.size();
   if (tokens.empty()) throw Error("the prompt encodes to no tokens: give a non-empty -p or -f");
   const int64_t limit = m.model->config().context_length;
   const int64_t context = f.ctx > 0 ? std::min(f.ctx, limit) : limit;
@@ -127,14 +102,23 @@ int Run(const RunFlags& f) {
                  "cache holds only the windows, and --kv-policy %s has nothing to compress\n",
                  m.model->config().sliding_window, f.kv.policy.c_str());
   }
-  std::optional<PromptCacheKey> cache_key;
-  if (!f.prompt_cache.empty()) cache_key = RestorePromptCache(f, tokens, conversation);
+  std::optional<PromptCacheUse> cache;
+  if (!f.prompt_cache.empty()) {
+    cache = RestorePromptCache(f.prompt_cache, f.prompt_cache_ro, f.model, f.kv.Resolve(), tokens,
+                               conversation);
+  }
+  // llama.cpp's default: the prompt is saved (when there was anything new to save); with
+  // --prompt-cache-all the generated tokens too, after generation. A chat prompt is saved up to
+  // the end of the user's text: the document turn a later question continues.
+  const bool save_prompt = cache && !f.prompt_cache_ro && !f.prompt_cache_all;
+  if (save_prompt && stable < tokens.size() && cache->restored < static_cast<int64_t>(stable)) {
+    conversation.Prefill(std::span<const int32_t>(tokens).first(stable), n_predict);
+    SavePromptCacheFile(*cache, conversation);
+  }
   const TurnStart turn = conversation.Prefill(tokens, n_predict);
   std::span<const float> logits = turn.logits;
-  // llama.cpp's default: the prompt is saved (when there was anything new to save); with
-  // --prompt-cache-all the generated tokens too, after generation.
-  if (cache_key && !f.prompt_cache_ro && !f.prompt_cache_all && turn.reused_tokens < prompt) {
-    SaveRunPromptCache(f, *cache_key, conversation);
+  if (save_prompt && stable == tokens.size() && turn.reused_tokens < prompt) {
+    SavePromptCacheFile(*cache, conversation);
   }
   // An impossible budget is said, whatever --kv-stats: the cache keeps its floor instead.
   bool warned = WarnIfInfeasible(session.cache().Stats());
@@ -152,14 +136,12 @@ int Run(const RunFlags& f) {
   GenerateResult result = conversation.Generate(*m.tokenizer, logits, go);
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  if (cache_key && !f.prompt_cache_ro && f.prompt_cache_all) {
-    SaveRunPromptCache(f, *cache_key, conversation);
-  }
+  if (cache && f.prompt_cache_all) SavePromptCacheFile(*cache, conversation);
 
   const SessionTimings& t = session.timings();
   const std::string from_cache =
-      turn.reused_tokens > 0
-          ? " (+" + std::to_string(turn.reused_tokens) + " from the prompt cache)"
+      cache && cache->restored > 0
+          ? " (+" + std::to_string(cache->restored) + " from the prompt cache)"
           : "";
   std::fprintf(stderr,
                "\nprompt: %lld tokens%s in %.2f s (%.1f tok/s) | generated: %zu tokens, %lld "
@@ -173,7 +155,7 @@ int Run(const RunFlags& f) {
                t.generate_seconds > 0 ? t.generated_tokens / t.generate_seconds : 0.0,
                pool.size(), result.finish_reason.c_str());
   if (!warned) warned = WarnIfInfeasible(session.cache().Stats());
-  PrintKvStats(f.kv, session.cache().Stats());
+  PrintKvStats(f.kv, session.cache().Stats(), m.model->config().n_layers);
   return 0;
 }
 
@@ -197,9 +179,10 @@ std::function<int()> RegisterRun(CLI::App& app) {
                   "context size (default: prompt + n-predict; with -n -1 the model's)");
   AddKvFlags(*cmd, flags->kv, {true, true, kStatsJsonHelp});
   CLI::Option* cache = cmd->add_option("--prompt-cache", flags->prompt_cache,
-                  "file of the compressed KV cache after the prompt: a later run whose prompt "
-                  "starts with the saved tokens (same model and --kv-* options) reads them from "
-                  "it instead of prefilling them");
+                  "file of the compressed KV cache after the prompt (with --chat: after the "
+                  "user's text, before the assistant's turn): a later run whose prompt starts "
+                  "with the saved tokens (same model and --kv-* options) reads them from it "
+                  "instead of prefilling them");
   cmd->add_flag("--prompt-cache-all", flags->prompt_cache_all,
                 "save the generated tokens to --prompt-cache too")
       ->needs(cache);

@@ -80,7 +80,9 @@ std::function<int()> RegisterServe(CLI::App& app) {
   cmd->add_option("--port", o.port, "port (0: any free port, printed on stderr)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  cmd->add_option("--slots", o.slots, "requests decoded concurrently, each with its own KV cache")
+  cmd->add_option("--slots,--parallel", o.slots,
+                  "requests decoded concurrently, each with its own KV cache (llama-server's "
+                  "-np / --parallel)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   cmd->add_option("-t,--threads", o.threads,
@@ -98,10 +100,12 @@ std::function<int()> RegisterServe(CLI::App& app) {
                   "seconds a request may wait for a slot before 503")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
-  cmd->add_option("-c,--ctx", o.ctx,
-                  "most prompt + completion tokens per request "
-                  "(default: the model's context)");
-  cmd->add_option("-b,--batch", o.batch, "prefill tokens per forward pass")
+  // llama-server's -c with its shared (unified) KV cache: every request may use up to -c tokens;
+  // what the slots hold together is bounded by --kv-memory-limit, in bytes.
+  cmd->add_option("-c,--ctx,--ctx-size", o.ctx,
+                  "most prompt + completion tokens per request (default: the model's context); "
+                  "the slots' bytes together are bounded by --kv-memory-limit");
+  cmd->add_option("-b,--batch,--batch-size", o.batch, "prefill tokens per forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--default-max-tokens", o.default_max_tokens,

@@ -2,14 +2,11 @@
 
 #include <cstdio>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/kv_stats_json.h"
 #include "engine/reconstruction.h"
 #include "policy/registry.h"
 #include "util/error.h"
-#include "util/memory_stats.h"
 
 namespace qevict::cli {
 
@@ -161,78 +158,6 @@ void ApplyReconstruction(const KvFlags& flags, const Tokenizer& tokenizer,
                  static_cast<long long>(cost.tokens), static_cast<long long>(cost.chunks),
                  cost.seconds, static_cast<double>(cost.scratch_bytes) / (1 << 20));
   };
-}
-
-bool WarnIfInfeasible(const KvStats& s) {
-  if (!s.infeasible) return false;
-  std::fprintf(stderr, "warning: the KV budget cannot be met: %s\n", s.note.c_str());
-  return true;
-}
-
-namespace {
-
-std::string MiB(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
-
-std::string Percent(int64_t part, int64_t whole) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%",
-                whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
-  return buf;
-}
-
-}  // namespace
-
-std::string KvStatsSummary(const std::string& policy, const KvStats& s) {
-  const MemoryStats memory = ReadMemoryStats();
-  const int64_t full = s.full_fp16_bytes + s.sliding_bytes;  // what `full` would hold now
-  const int64_t resident = s.resident_bytes();
-  std::string out = "kv cache: " + policy;
-  if (s.budget_bytes >= 0) {
-    out += ", budget " + MiB(s.budget_bytes);
-    if (s.floor_bytes >= 0) out += " (floor " + MiB(s.floor_bytes) + ")";
-  } else {
-    out += ", no budget";
-  }
-  out += "\n  resident " + MiB(resident) + " = " + Percent(resident, full) + " of the fp16 cache's " +
-         MiB(full) + ": saved " + MiB(std::max<int64_t>(0, full - resident)) + " (" +
-         Percent(std::max<int64_t>(0, full - resident), full) + ")";
-  out += "\n  tiers: fp16 " + MiB(s.fp16_bytes) + ", quantized " + MiB(s.quant_bytes) +
-         ", metadata " + MiB(s.meta_bytes);
-  if (s.sliding_layers > 0) {
-    out += " (sliding-window rings " + MiB(s.sliding_bytes) + " in fp16)";
-  }
-  if (s.cold_bytes > 0) out += "; exact-recovery cold store " + MiB(s.cold_bytes) + " on disk";
-  out += "\n  reserved from the OS " + MiB(s.reserved_bytes) + " (pools and buffers); process RSS " +
-         MiB(memory.rss_bytes) + " (peak " + MiB(memory.peak_rss_bytes) + ")";
-  out += "\n  tokens " + std::to_string(s.tokens_seen) + " seen, " +
-         std::to_string(s.tokens_resident) + " resident; windows " +
-         std::to_string(s.fp16_windows) + " fp16, " + std::to_string(s.quant_windows) +
-         " quantized, " + std::to_string(s.evicted_windows) + " evicted; promotions " +
-         std::to_string(s.promotions) + ", demotions " + std::to_string(s.demotions) +
-         ", routing steps " + std::to_string(s.routing_steps);
-  if (s.budget_bytes >= 0 && s.peak_bytes > s.budget_bytes) {
-    out += "\n  OVER BUDGET: peak " + MiB(s.peak_bytes) +
-           (s.prefill_peak_bytes >= s.peak_bytes
-                ? " while the prompt was read: each prompt chunk is held in fp16 until the cache "
-                  "routes it (--kv-prefill-chunk sets the chunk; 0 holds the whole prompt)"
-                : std::string(" after routing"));
-  }
-  if (s.infeasible) out += "\n  INFEASIBLE: " + s.note;
-  return out + "\n";
-}
-
-void PrintKvStats(const KvFlags& flags, const KvStats& s) {
-  if (!flags.stats && !flags.json) return;
-  std::fputs(KvStatsSummary(flags.policy, s).c_str(), stderr);
-  if (flags.json) {
-    nlohmann::json j = KvStatsToJson(s);
-    j["policy"] = flags.policy;
-    std::fprintf(stderr, "%s\n", j.dump().c_str());
-  }
 }
 
 }  // namespace qevict::cli

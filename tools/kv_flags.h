@@ -43,14 +43,5 @@ KvCacheFactory MakeKvCacheFactory(const KvFlags& flags);
 // on stderr): qevict-zip then ranks like qevict, kvzip keeps the newest windows.
 void ApplyReconstruction(const KvFlags& flags, const Tokenizer& tokenizer,
                          const std::string& context, ThreadPool& pool, SessionOptions& options);
-// With --kv-stats (or --json): a short summary on stderr (budget, resident, reserved, saved vs
-// the full cache in MiB and %, tiers, promotions, the process RSS, a peak over the budget
-// flagged), then with --json the raw statistics as one JSON line.
-void PrintKvStats(const KvFlags& flags, const KvStats& stats);
-// The summary's lines, without printing (tested).
-std::string KvStatsSummary(const std::string& policy, const KvStats& stats);
-// One line on stderr when the budget cannot be met (the note names the smallest feasible
-// budget); returns whether it printed.
-bool WarnIfInfeasible(const KvStats& stats);
 
 }  // namespace qevict::cli

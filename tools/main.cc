@@ -1,10 +1,12 @@
 // qevict: long-context LLM decoding with a recoverable quantized KV cache.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "tools/commands.h"
+#include "tools/llama_compat.h"
 #include "util/error.h"
 
 namespace qevict::cli {
@@ -38,14 +40,30 @@ int main(int argc, char** argv) {
   add(qevict::cli::RegisterServe);
   add(qevict::cli::RegisterEval);
   add(qevict::cli::RegisterReport);
+  for (auto& [sub, fn] : commands) qevict::cli::AddGpuFlags(*sub);
+  // CLI11 parses the arguments in reverse order, program name excluded.
+  std::vector<std::string> args = qevict::cli::RewriteLlamaArgs(argc, argv);
+  args.erase(args.begin());
+  std::reverse(args.begin(), args.end());
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and succeed; every other parse error is an error like any
+    // other: one line naming the flag, the command's --help to read, exit 1 (README, "Errors").
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::string command = "qevict";
+    for (auto& [sub, fn] : commands) {
+      if (sub->parsed()) command += " " + sub->get_name();
+    }
+    std::fprintf(stderr, "qevict: error: %s; see '%s --help' for the options\n", e.what(),
+                 command.c_str());
+    return 1;
   }
   try {
     for (auto& [sub, fn] : commands) {
-      if (sub->parsed()) return fn();
+      if (!sub->parsed()) continue;
+      qevict::cli::NoteIgnoredGpuFlags(*sub);
+      return fn();
     }
   } catch (const qevict::Error& e) {
     std::fprintf(stderr, "qevict: error: %s\n", e.what());

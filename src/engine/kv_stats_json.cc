@@ -1,5 +1,7 @@
 #include "engine/kv_stats_json.h"
 
+#include <algorithm>
+
 #include "util/memory_stats.h"
 
 namespace qevict {
@@ -50,6 +52,18 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
   j["rss_bytes"] = process.rss_bytes;
   j["peak_rss_bytes"] = process.peak_rss_bytes;
   return j;
+}
+
+bool KvStatsOverBudget(const KvStats& s, int route_every, int window) {
+  if (s.budget_bytes < 0 || s.routing_steps == 0 || s.infeasible) return false;
+  const int64_t limit = std::max(s.budget_bytes, s.floor_bytes);
+  const int64_t mapped_limit = limit + limit / 4 + (int64_t{1} << 20);
+  if (s.routed_reserved_peak_bytes > mapped_limit) return true;
+  // fp16 bytes of one token over the compressed layers (sliding-window rings apart).
+  const int64_t token_bytes = s.tokens_seen > 0 ? s.full_fp16_bytes / s.tokens_seen : 0;
+  const int64_t decode_slack =
+      static_cast<int64_t>(route_every + window) * token_bytes + s.sliding_bytes;
+  return s.peak_bytes > s.prefill_peak_bytes && s.peak_bytes > limit + decode_slack;
 }
 
 }  // namespace qevict

@@ -954,7 +954,8 @@ def test_sessions_continue_like_one_process(srv, args):
     finally:
         os.unlink(doc.name)
     assert chat.returncode == 0, chat.stderr[-2000:]
-    assert chat.stdout == "".join(answer + "\n" for answer, _ in turns), (chat.stdout, turns)
+    # `qevict chat` ends each answer with a line "---".
+    assert chat.stdout == "".join(answer + "\n---\n" for answer, _ in turns), (chat.stdout, turns)
     status = re.findall(r"\[turn (\d+)\] prompt (\d+) tokens \((\d+) reused", chat.stderr)
     assert [int(t[1]) for t in status] == [u["prompt_tokens"] for _, u in turns], chat.stderr
     assert [int(t[2]) for t in status] == [u["prompt_tokens_details"]["cached_tokens"]
