@@ -125,7 +125,10 @@ std::function<int()> RegisterServe(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 604800));
   cmd->add_option("--alias", o.model_alias, "model id to report (default: the file name)");
-  cmd->add_flag("-v,--verbose", o.log_requests, "log every response on stderr");
+  // One line per request on stderr by default, as llama-server logs its requests.
+  cmd->add_flag("--log-disable{false},-v{true},--verbose{true}", o.log_requests,
+                "--log-disable: no request log line on stderr (logged by default; -v, --verbose "
+                "are accepted for the same default)");
   cmd->add_option("--chat-template", o.chat_template,
                   "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a "
                   "Jinja file of one of those families");

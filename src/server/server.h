@@ -32,7 +32,7 @@ struct ServerOptions {
   int max_sessions = 16;           // kept conversations (0: no reuse)
   int session_ttl_seconds = 600;   // idle kept conversations are dropped after this
   KvConfig kv;  // defaults for requests, validated
-  bool log_requests = false;
+  bool log_requests = true;  // one stderr line per request (docs/server.md); --log-disable
   std::string api_key;  // "" : no authentication
   std::string chat_template;  // --chat-template ("" : the model's)
 };
