@@ -31,9 +31,10 @@ KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
     if (def == nullptr || !def->eval_variant) {
       throw Error("policy variant '" + spec + "': " +
                   (def == nullptr ? "unknown key '" + key + "'"
-                                  : "'" + key + "' shapes the prefix every row forks from, so it "
-                                    "is set for the whole evaluation (" + KvOptionFlag(*def) +
-                                    "), not per variant") +
+                                  : "'" + key +
+                                        "' shapes the prefix every row forks from, so it "
+                                        "is set for the whole evaluation (" +
+                                        KvOptionFlag(*def) + "), not per variant") +
                   " (variant keys: " + PolicyVariantKeys() + ")");
     }
     SetKvOption(c, *def, ParseKvOptionText(*def, value, "policy variant '" + spec + "': " + key));

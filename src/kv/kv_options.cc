@@ -10,8 +10,8 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <type_traits>
 #include <sstream>
+#include <type_traits>
 
 #include "util/error.h"
 
@@ -134,9 +134,10 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .choices = {"paper", "exact"},
        .eval_variant = true,
        .get = [](const KvConfig& c) { return KvValue(RecoveryFidelityName(c.recovery)); },
-       .set = [](KvConfig& c, const KvValue& v) {
-         c.recovery = ParseRecoveryFidelity(std::get<std::string>(v));
-       }},
+       .set =
+           [](KvConfig& c, const KvValue& v) {
+             c.recovery = ParseRecoveryFidelity(std::get<std::string>(v));
+           }},
       {.key = "prefill_chunk",
        .type = T::kInt,
        .help = "with a budget, route after every prompt chunk of this many tokens so the cache "
@@ -167,9 +168,8 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .our_choice = true,
        .choices = {"cumulative", "decay", "normalized"},
        .get = [](const KvConfig& c) { return KvValue(ScoreModeName(c.score)); },
-       .set = [](KvConfig& c, const KvValue& v) {
-         c.score = ParseScoreMode(std::get<std::string>(v));
-       }},
+       .set = [](KvConfig& c,
+                 const KvValue& v) { c.score = ParseScoreMode(std::get<std::string>(v)); }},
       {.key = "score_decay",
        .help = "per-query decay factor of --kv-score decay",
        .origin = "*choice*",
@@ -190,9 +190,10 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .choices = {"reconstruction", "expected-attention", "key-norm"},
        .eval_variant = true,
        .get = [](const KvConfig& c) { return KvValue(ScoreSourceName(c.score_source)); },
-       .set = [](KvConfig& c, const KvValue& v) {
-         c.score_source = ParseScoreSource(std::get<std::string>(v));
-       }},
+       .set =
+           [](KvConfig& c, const KvValue& v) {
+             c.score_source = ParseScoreSource(std::get<std::string>(v));
+           }},
       {.key = "reconstruction_chunk",
        .type = T::kInt,
        .help = "reconstruction scoring: context tokens per forward pass",
@@ -372,9 +373,9 @@ KvValue ParseKvOptionText(const KvOptionDef& def, std::string_view text, const s
         if (scale != 0) rest = {};
       }
       if (text.empty() || ec != std::errc() || !rest.empty() || scale == 0) {
-        throw Error(what + ": " + quoted + " is not an integer" +
-                    (def.type == KvOptionType::kBytes ? " (a size suffix k, m or g is allowed)"
-                                                      : ""));
+        throw Error(
+            what + ": " + quoted + " is not an integer" +
+            (def.type == KvOptionType::kBytes ? " (a size suffix k, m or g is allowed)" : ""));
       }
       return static_cast<double>(v) * static_cast<double>(scale);
     }
@@ -423,7 +424,8 @@ bool KvValueInRange(const KvOptionDef& def, const KvValue& value) {
   if (def.type == KvOptionType::kText) return std::holds_alternative<std::string>(value);
   if (def.type == KvOptionType::kChoice) {
     const auto* s = std::get_if<std::string>(&value);
-    return s != nullptr && std::find(def.choices.begin(), def.choices.end(), *s) != def.choices.end();
+    return s != nullptr &&
+           std::find(def.choices.begin(), def.choices.end(), *s) != def.choices.end();
   }
   const auto* p = std::get_if<double>(&value);
   if (p == nullptr || !std::isfinite(*p)) return false;
@@ -530,7 +532,7 @@ std::string KvOptionsMarkdown() {
       "`policy`; `eval --policies NAME` |\n";
   for (const KvOptionDef* def : KvOptions()) {
     const std::string value = KvValueText(*def, KvOptionDefault(*def));
-    std::string shown = !def->default_doc.empty() ? std::string(def->default_doc)
+    std::string shown = !def->default_doc.empty()            ? std::string(def->default_doc)
                         : def->type == KvOptionType::kChoice ? "`" + value + "`"
                                                              : value;
     if (def->key == "budget") shown = "1.0";
@@ -544,14 +546,16 @@ std::string KvOptionsMarkdown() {
     md += "| `" + KvOptionFlag(*def) + "` | " + cell(shown) + " | " + cell(meaning) + " | " +
           cell(std::string(def->origin)) + " | " + where + " |\n";
     if (def->key == "budget") {
-      md += "| `--kv-ratio` | — | the share *removed*, kvpress's compression ratio: `--kv-ratio "
-            "R` is `--kv-budget 1-R`; [0, 1) | kvpress's convention | `ratio` |\n";
+      md +=
+          "| `--kv-ratio` | — | the share *removed*, kvpress's compression ratio: `--kv-ratio "
+          "R` is `--kv-budget 1-R`; [0, 1) | kvpress's convention | `ratio` |\n";
     }
   }
-  md += "| `--kv-stats` | off | `run`, `chat`, `bench`: a summary on stderr at the end (budget, "
-        "resident, reserved, saved vs full in MiB and %, tiers, promotions, RSS; a peak over the "
-        "budget flagged); `--json` adds the raw `KvStats` as one JSON line (and implies "
-        "`--kv-stats` in `run` and `chat`) | — | — |\n";
+  md +=
+      "| `--kv-stats` | off | `run`, `chat`, `bench`: a summary on stderr at the end (budget, "
+      "resident, reserved, saved vs full in MiB and %, tiers, promotions, RSS; a peak over the "
+      "budget flagged); `--json` adds the raw `KvStats` as one JSON line (and implies "
+      "`--kv-stats` in `run` and `chat`) | — | — |\n";
   return md;
 }
 

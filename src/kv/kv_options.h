@@ -40,10 +40,10 @@ using KvValue = std::variant<double, std::string>;
 struct KvOptionDef {
   std::string_view key;  // KvConfig's name: the server's kv key and the eval variant key
   KvOptionType type = KvOptionType::kNumber;
-  std::string_view help;        // one line, for --help and KvOptionDocs()
-  std::string_view policies{};  // the policies that read it ("" : the cache itself)
-  std::string_view flag{};      // the CLI flag when not "--kv-" + key with '-' for '_'
-  std::string_view doc{};       // the docs table's meaning when longer than `help`
+  std::string_view help;             // one line, for --help and KvOptionDocs()
+  std::string_view policies{};       // the policies that read it ("" : the cache itself)
+  std::string_view flag{};           // the CLI flag when not "--kv-" + key with '-' for '_'
+  std::string_view doc{};            // the docs table's meaning when longer than `help`
   std::string_view origin = "spec";  // the docs table's "whose default" column
   bool our_choice = false;           // the default is ours: the spec leaves it open
   // Range of a number (kInt, kNumber, kBytes): [min, max], min excluded when min_open; odd

@@ -45,8 +45,7 @@ int64_t IntegerBound(double bound) {
 }
 
 // One option from the request, typed and ranged by its descriptor.
-void SetOption(const KvOptionDef& def, const nlohmann::json& v, const std::string& p,
-               KvConfig& c) {
+void SetOption(const KvOptionDef& def, const nlohmann::json& v, const std::string& p, KvConfig& c) {
   const double hi = std::min(def.max, def.request_max);
   KvValue value;
   switch (def.type) {
@@ -95,15 +94,16 @@ KvConfig ApplyKvOverrides(const nlohmann::json& kv, const KvConfig& defaults) {
       config.policy = GetString(*it, param);
       const auto& names = KnownKvPolicyNames();
       if (std::find(names.begin(), names.end(), config.policy) == names.end()) {
-        Reject("unknown kv policy '" + config.policy + "' (expected one of: " + PolicyList() +
-                   ")",
+        Reject("unknown kv policy '" + config.policy + "' (expected one of: " + PolicyList() + ")",
                param, "unknown_policy");
       }
     } else if (it.key() == "ratio") {  // kvpress's compression ratio: the share removed
       const double ratio = GetNumber(*it, param);
       if (!(ratio >= 0.0 && ratio < 1.0)) {
-        Reject("'" + param + "' must be in [0, 1) (the share of the fp16 cache removed; "
-               "ratio R is budget 1-R), got " + it->dump(),
+        Reject("'" + param +
+                   "' must be in [0, 1) (the share of the fp16 cache removed; "
+                   "ratio R is budget 1-R), got " +
+                   it->dump(),
                param, "invalid_value");
       }
       config.budget = 1.0 - ratio;

@@ -76,15 +76,19 @@ const PolicyRegistration kKeepOldestRegistration({
 KvValue Sample(const KvOptionDef& def) {
   const KvValue fallback = KvOptionDefault(def);
   switch (def.type) {
-    case KvOptionType::kChoice: return std::string(def.choices.back());
-    case KvOptionType::kText: return std::string("/tmp/qevict-test-dir");
-    case KvOptionType::kBytes: return 65536.0;
-    default: break;
+    case KvOptionType::kChoice:
+      return std::string(def.choices.back());
+    case KvOptionType::kText:
+      return std::string("/tmp/qevict-test-dir");
+    case KvOptionType::kBytes:
+      return 65536.0;
+    default:
+      break;
   }
   if (!def.one_of.empty()) return def.one_of.back();
   const double d = std::get<double>(fallback);
-  const std::vector<double> candidates = {d + (def.odd ? 2 : 1), (def.min + def.max) / 2,
-                                          def.max, def.min + (def.odd ? 0 : 1)};
+  const std::vector<double> candidates = {d + (def.odd ? 2 : 1), (def.min + def.max) / 2, def.max,
+                                          def.min + (def.odd ? 0 : 1)};
   for (double c : candidates) {
     if (std::isfinite(c) && c != d && KvValueInRange(def, c)) return c;
   }
@@ -99,9 +103,9 @@ nlohmann::json ToJson(const KvValue& v) {
 
 TEST(KvOptionSurfaces, TheTestPolicyIsRegisteredLast) {
   const std::vector<std::string> names = PolicyNames();
-  const std::vector<std::string> shipped = {"full", "streaming", "h2o", "tova", "snapkv",
-                                            "pyramidkv", "kivi", "mikv", "qevict", "qevict-qa",
-                                            "qevict-zip", "kvzip", "test-keep-oldest"};
+  const std::vector<std::string> shipped = {
+      "full", "streaming", "h2o",       "tova",       "snapkv", "pyramidkv",       "kivi",
+      "mikv", "qevict",    "qevict-qa", "qevict-zip", "kvzip",  "test-keep-oldest"};
   EXPECT_EQ(names, shipped);
   EXPECT_EQ(KnownKvPolicyNames().back(), "test-keep-oldest");
   EXPECT_EQ(PolicyDescription("test-keep-oldest"),
@@ -145,8 +149,8 @@ TEST(KvOptionSurfaces, TheCommandLineChecksTheTestOptionsRange) {
   CLI::App app;
   cli::KvFlags flags;
   cli::AddKvFlags(app, flags);
-  app.parse(std::vector<std::string>{"65", "--kv-test-keep-oldest", "test-keep-oldest",
-                                     "--kv-policy"});
+  app.parse(
+      std::vector<std::string>{"65", "--kv-test-keep-oldest", "test-keep-oldest", "--kv-policy"});
   try {
     flags.Resolve();
     FAIL() << "65 accepted";
@@ -169,8 +173,7 @@ TEST(KvOptionSurfaces, TheServersKvObjectTakesEveryRequestOption) {
     EXPECT_EQ(KvOptionValue(config, *def), sample);
   }
   try {
-    server::ApplyKvOverrides({{"policy", "test-keep-oldest"}, {"test_keep_oldest", 65}},
-                             defaults);
+    server::ApplyKvOverrides({{"policy", "test-keep-oldest"}, {"test_keep_oldest", 65}}, defaults);
     FAIL() << "65 accepted";
   } catch (const server::RequestRejected& e) {
     EXPECT_EQ(e.error.param, "kv.test_keep_oldest");
@@ -195,9 +198,9 @@ TEST(KvOptionSurfaces, EvalVariantsTakeEveryVariantOption) {
       }
     }
   }
-  EXPECT_EQ(ApplyPolicyVariant(base, "test-keep-oldest:test_keep_oldest=7").option(
-                "test_keep_oldest"),
-            7);
+  EXPECT_EQ(
+      ApplyPolicyVariant(base, "test-keep-oldest:test_keep_oldest=7").option("test_keep_oldest"),
+      7);
 }
 
 TEST(KvOptionSurfaces, DocsAndTheConfigKeyListEveryOption) {
