@@ -28,6 +28,10 @@ KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
     }
     const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
     const KvOptionDef* def = FindKvOption(key);
+    if (def != nullptr && (def->key == "budget" || def->key == "budget_bytes")) {
+      throw Error("policy variant '" + spec + "': the budget is not a variant key; every " +
+                  "policy runs at each of --budgets");
+    }
     if (def == nullptr || !def->eval_variant) {
       throw Error("policy variant '" + spec + "': " +
                   (def == nullptr ? "unknown key '" + key + "'"

@@ -1,6 +1,8 @@
 #include "policy/registry.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "kv/full_cache.h"
 #include "kv/kv_options.h"
@@ -17,6 +19,11 @@ std::vector<PolicyInfo>& Registered() {
   return infos;
 }
 
+bool& InfosRead() {  // PolicyInfos() was called: a registration now would be missing from it
+  static bool read = false;
+  return read;
+}
+
 // The uncompressed cache is not a tiered-cache policy and has no file of its own.
 const PolicyRegistration kFullRegistration({
     .name = "full",
@@ -27,12 +34,18 @@ const PolicyRegistration kFullRegistration({
 }  // namespace
 
 PolicyRegistration::PolicyRegistration(PolicyInfo info) {
+  if (InfosRead()) {
+    std::fprintf(stderr, "qevict: policy '%.*s' registered after the policies were listed\n",
+                 static_cast<int>(info.name.size()), info.name.data());
+    std::abort();
+  }
   RegisterKvPolicyName(info.name, info.order);  // aborts on a name or order taken twice
   Registered().push_back(info);
 }
 
 const std::vector<PolicyInfo>& PolicyInfos() {
   static const std::vector<PolicyInfo> sorted = [] {
+    InfosRead() = true;
     std::vector<PolicyInfo> infos = Registered();
     std::sort(infos.begin(), infos.end(),
               [](const PolicyInfo& a, const PolicyInfo& b) { return a.order < b.order; });
