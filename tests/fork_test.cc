@@ -152,7 +152,7 @@ TEST(ForkTest, ARewindowedPrefixRefusesPoliciesThatRouteOnScores) {
         RelayoutPrefixCache(dynamic_cast<const TieredCache&>(p), kivi, so.prefill_chunk, r));
   });
   const auto& cache = dynamic_cast<const TieredCache&>(relayout.cache());
-  EXPECT_EQ(cache.config().window, kivi.kivi_group);
+  EXPECT_EQ(cache.config().window, kivi.option("kivi_group"));
   EXPECT_EQ(cache.n_tokens(), static_cast<int64_t>(prompt.size()));
   // The same keys and values, in attention order, whatever the windows.
   const auto& original = dynamic_cast<const TieredCache&>(prefix.cache());
@@ -169,7 +169,7 @@ TEST(ForkTest, ARewindowedPrefixRefusesPoliciesThatRouteOnScores) {
   for (const char* name : {"h2o", "tova", "qevict"}) {
     KvConfig c = kivi;
     c.policy = name;
-    c.window = kivi.kivi_group;  // the layout matches: only the missing scores are in the way
+    c.window = static_cast<int>(kivi.option("kivi_group"));  // the layout matches: only the missing scores are in the way
     EXPECT_THROW(ForkKvCache(cache, c, *ropes.global, pool), Error)
         << name;
   }

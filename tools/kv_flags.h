@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <map>
 #include <string>
 
 #include "engine/session.h"
@@ -13,11 +14,10 @@
 namespace qevict::cli {
 
 struct KvFlags {
-  KvConfig config;
+  KvConfig config;              // the base the given --kv-* options are laid over
   std::string policy = "full";  // the CLI's default is the uncompressed cache
-  std::string recovery = "paper";
-  std::string score = "cumulative";
-  std::string score_source = "reconstruction";
+  // Option key -> the text its --kv-* flag gave (flags generated from kv/kv_options.h).
+  std::map<std::string, std::string> given;
   double ratio = -1.0;  // --kv-ratio: share of the cache removed (kvpress); < 0: not given
   bool stats = false;
   bool json = false;
@@ -33,6 +33,8 @@ struct KvFlagSet {
   std::string json_help;  // "" : no --json
 };
 
+// One --kv-<option> flag per option descriptor (kv/kv_options.h: the cache's and every
+// registered policy's), plus --kv-policy, --kv-ratio and --kv-stats.
 void AddKvFlags(CLI::App& cmd, KvFlags& flags, const KvFlagSet& set = {});
 // With --kv-prefill-chunk, prompts are fed in chunks of that size and routed between them.
 void ApplyPrefillChunk(const KvFlags& flags, SessionOptions& options);

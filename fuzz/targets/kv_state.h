@@ -53,7 +53,7 @@ inline KvConfig ConfigFor(uint8_t flags) {
   c.window = 4;
   c.sinks = 2;
   c.recent = 8;
-  c.kivi_group = 4;
+  c.set_option("kivi_group", 4);
   c.snapkv_window = 8;
   c.route_every = 4;
   c.recovery = flags & 16 ? RecoveryFidelity::kExact : RecoveryFidelity::kPaper;

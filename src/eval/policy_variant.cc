@@ -1,23 +1,19 @@
 #include "eval/policy_variant.h"
 
-#include <charconv>
 #include <sstream>
 
+#include "kv/kv_options.h"
 #include "util/error.h"
 
 namespace qevict {
-namespace {
 
-double ParseNumber(const std::string& spec, const std::string& key, const std::string& value) {
-  double out = 0.0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (ec != std::errc() || end != value.data() + value.size()) {
-    throw Error("policy variant '" + spec + "': " + key + "=" + value + " is not a number");
+std::string PolicyVariantKeys() {
+  std::string keys;
+  for (const KvOptionDef* def : KvOptions()) {
+    if (def->eval_variant) keys += (keys.empty() ? "" : ", ") + std::string(def->key);
   }
-  return out;
+  return keys;
 }
-
-}  // namespace
 
 KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
   KvConfig c = base;
@@ -31,35 +27,21 @@ KvConfig ApplyPolicyVariant(const KvConfig& base, const std::string& spec) {
       throw Error("policy variant '" + spec + "': expected key=value, got '" + part + "'");
     }
     const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
-    if (key == "recovery") {
-      c.recovery = ParseRecoveryFidelity(value);
-    } else if (key == "route_every") {
-      c.route_every = static_cast<int>(ParseNumber(spec, key, value));
-    } else if (key == "q_share") {
-      c.q_share = ParseNumber(spec, key, value);
-    } else if (key == "prefill_q_share") {
-      c.prefill_q_share = ParseNumber(spec, key, value);
-    } else if (key == "hysteresis") {
-      c.hysteresis = ParseNumber(spec, key, value);
-    } else if (key == "h2o_recent_share") {
-      c.h2o_recent_share = ParseNumber(spec, key, value);
-    } else if (key == "query_kernel") {
-      c.query_kernel = static_cast<int>(ParseNumber(spec, key, value));
-    } else if (key == "snapkv_kernel") {
-      c.snapkv_kernel = static_cast<int>(ParseNumber(spec, key, value));
-    } else if (key == "score_source") {
-      c.score_source = ParseScoreSource(value);
-    } else if (key == "reconstruction_chunk") {
-      c.reconstruction_chunk = static_cast<int>(ParseNumber(spec, key, value));
-    } else if (key == "expected_future") {
-      c.expected_future = static_cast<int>(ParseNumber(spec, key, value));
-    } else if (key == "pyramid_beta") {
-      c.pyramid_beta = ParseNumber(spec, key, value);
-    } else {
-      throw Error("policy variant '" + spec + "': unknown key '" + key +
-                  "' (recovery, route_every, q_share, prefill_q_share, hysteresis, query_kernel, snapkv_kernel, "
-                  "pyramid_beta, h2o_recent_share, score_source, reconstruction_chunk, expected_future)");
+    const KvOptionDef* def = FindKvOption(key);
+    if (def != nullptr && (def->key == "budget" || def->key == "budget_bytes")) {
+      throw Error("policy variant '" + spec + "': the budget is not a variant key; every " +
+                  "policy runs at each of --budgets");
     }
+    if (def == nullptr || !def->eval_variant) {
+      throw Error("policy variant '" + spec + "': " +
+                  (def == nullptr ? "unknown key '" + key + "'"
+                                  : "'" + key +
+                                        "' shapes the prefix every row forks from, so it "
+                                        "is set for the whole evaluation (" +
+                                        KvOptionFlag(*def) + "), not per variant") +
+                  " (variant keys: " + PolicyVariantKeys() + ")");
+    }
+    SetKvOption(c, *def, ParseKvOptionText(*def, value, "policy variant '" + spec + "': " + key));
   }
   try {
     c.Validate();

@@ -1,10 +1,15 @@
 // Every option of the KV cache: which policy, the byte budget, the window geometry of the tiered
-// cache and the parameters of each policy. Defaults follow docs/qevict-spec.md; values the spec
-// marks *(choice)* are ours and are flagged in KvOptionDocs() and docs/kv-cache.md.
+// cache, and (by key) the options of each policy. Defaults follow docs/qevict-spec.md; values the
+// spec marks *(choice)* are ours and are flagged in KvOptionDocs() and docs/kv-cache.md. Each
+// option is described once, in kv/kv_options.h's descriptors (the cache's fields below: in
+// kv_options.cc; a policy's options: in its src/policy/<name>_policy.cc); the command line, the
+// server, the evaluator's variants, Validate(), KvConfigKey() and the docs are generated from them.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,23 +72,21 @@ struct KvConfig {
   ScoreMode score = ScoreMode::kCumulative;
   double score_decay = 0.95;  // per query, for ScoreMode::kDecay (choice)
   RecoveryFidelity recovery = RecoveryFidelity::kPaper;
-  // qevict-qa: max-pool kernel over the question's token attention (SnapKV's 7 by default, the
-  // same as snapkv_kernel; src/policy/qevict_qa_policy.cc).
-  int query_kernel = 7;
   // qevict-zip / kvzip: the score source of the first routing step, and its parameters.
   ScoreSource score_source = ScoreSource::kReconstruction;
   int reconstruction_chunk = 512;  // context tokens per reconstruction forward pass (choice)
   int expected_future = 512;       // expected attention: future positions averaged over (choice)
   std::string cold_store_dir;  // exact recovery: directory of the cold-store file ("" = $TMPDIR or /tmp)
 
-  // Baseline parameters.
-  int snapkv_window = 32;     // observation window: last prompt queries whose attention is scored
-  int snapkv_kernel = 7;      // 1-D max-pool kernel over token scores
-  double pyramid_beta = 20.0; // pyramidkv: the last layer gets 1/beta of the mean band budget
-  double h2o_recent_share = 0.5;  // h2o: share of the band budget kept for the newest windows (H2O)
-  // kivi: tokens per key group, which is kivi's window (KIVI groups keys per channel over 32
-  // tokens); every other policy uses `window`. See PolicyLayout() in src/policy/registry.h.
-  int kivi_group = 32;
+  // Observation window: the last prompt queries whose attention the cache keeps for the
+  // policies that score the question (snapkv, pyramidkv, qevict-qa; expected attention).
+  int snapkv_window = 32;
+
+  // The options policies declare in their own files (KvPolicyOption), by key, where set: a key
+  // that is absent has its registered default. Read with option(); the descriptors say which.
+  std::map<std::string, double, std::less<>> policy_options;
+  double option(std::string_view key) const;            // throws Error for an unregistered key
+  void set_option(std::string_view key, double value);  // throws Error for an unregistered key
 
   bool print_stats = false;  // --kv-stats: the CLI prints KvStats after a run (not used by the cache)
 
@@ -121,19 +124,22 @@ const char* ScoreSourceName(ScoreSource source);
 const char* RecoveryFidelityName(RecoveryFidelity fidelity);
 const char* ScoreModeName(ScoreMode mode);
 
-// Every option that shapes a cache's contents (all but print_stats), as one string: a kept or
-// saved cache continues only under the same key (server/session_store.h, engine/prompt_cache.h).
+// Every option that shapes a cache's contents (every descriptor of kv_options.h: all but
+// print_stats), as one string: a kept or saved cache continues only under the same key
+// (server/session_store.h, engine/prompt_cache.h).
 std::string KvConfigKey(const KvConfig& config);
 
-// Names of every policy CreateKvCache() accepts, in a fixed order (validated by KvConfig).
+// Names of every policy CreateKvCache() accepts, in a fixed order (validated by KvConfig): those
+// the policy files register (policy/registry.h, PolicyRegistration), by their order keys.
 const std::vector<std::string_view>& KnownKvPolicyNames();
 
 // One line per option, for --help texts and docs: CLI flag, default, meaning, and whether the
 // default is our choice (the spec leaves it open) rather than the paper's.
+// Generated from the descriptors (kv/kv_options.h), with --kv-policy first and --kv-stats last.
 struct KvOptionDoc {
-  const char* flag;
-  const char* default_value;
-  const char* help;
+  std::string flag;
+  std::string default_value;
+  std::string help;
   bool our_choice;
 };
 const std::vector<KvOptionDoc>& KvOptionDocs();

@@ -29,11 +29,11 @@ TEST(KvConfig, DefaultsFollowTheSpec) {
   EXPECT_DOUBLE_EQ(c.hysteresis, 0.0);
   EXPECT_EQ(c.score, ScoreMode::kCumulative);
   EXPECT_EQ(c.snapkv_window, 32);
-  EXPECT_EQ(c.snapkv_kernel, 7);
+  EXPECT_EQ(c.option("snapkv_kernel"), 7);
   // qevict-qa observes the question like SnapKV, with SnapKV's kernel (not one tuned on the
   // evaluation's tasks); h2o keeps half of its band for the newest windows, as H2O does.
-  EXPECT_EQ(c.query_kernel, c.snapkv_kernel);
-  EXPECT_DOUBLE_EQ(c.h2o_recent_share, 0.5);
+  EXPECT_EQ(c.option("query_kernel"), c.option("snapkv_kernel"));
+  EXPECT_DOUBLE_EQ(c.option("h2o_recent_share"), 0.5);
   EXPECT_EQ(c.policy, "qevict");
   EXPECT_DOUBLE_EQ(c.budget, 1.0);
   EXPECT_EQ(c.budget_bytes, -1);
@@ -66,7 +66,7 @@ TEST(KvConfig, RejectsBadValuesWithClearMessages) {
   c.budget = 0.2;
   ExpectRejected(c, "full keeps every token");
   c = KvConfig{};
-  c.snapkv_kernel = 4;
+  c.set_option("snapkv_kernel", 4);
   ExpectRejected(c, "odd");
   c = KvConfig{};
   c.route_every = 0;
@@ -76,10 +76,10 @@ TEST(KvConfig, RejectsBadValuesWithClearMessages) {
   ExpectRejected(c, "--kv-budget-bytes");
   c = KvConfig{};
   c.reconstruction_chunk = 8;
-  ExpectRejected(c, "reconstruction_chunk");
+  ExpectRejected(c, "--kv-reconstruction-chunk must be >= 16 tokens");
   c = KvConfig{};
   c.expected_future = 0;
-  ExpectRejected(c, "expected_future");
+  ExpectRejected(c, "--kv-expected-future must be >= 1");
 }
 
 TEST(KvConfig, ParsesEnumsAndListsOptions) {

@@ -179,9 +179,9 @@ INSTANTIATE_TEST_SUITE_P(AllPolicies, BudgetInvariant,
 
 TEST(BudgetInvariantOddShapes, WindowSinksRecentScoreModesAndExactRecovery) {
   const std::vector<std::function<void(KvConfig*)>> tweaks = {
-      [](KvConfig* c) { c->window = c->kivi_group = 1; c->sinks = 0; c->recent = 0; },
-      [](KvConfig* c) { c->window = c->kivi_group = 16; c->sinks = 0; c->recent = 5; },
-      [](KvConfig* c) { c->window = c->kivi_group = 3; c->sinks = 7; c->recent = 1; c->route_every = 1; },
+      [](KvConfig* c) { c->window = 1; c->set_option("kivi_group", 1); c->sinks = 0; c->recent = 0; },
+      [](KvConfig* c) { c->window = 16; c->set_option("kivi_group", 16); c->sinks = 0; c->recent = 5; },
+      [](KvConfig* c) { c->window = 3; c->set_option("kivi_group", 3); c->sinks = 7; c->recent = 1; c->route_every = 1; },
       [](KvConfig* c) { c->score = ScoreMode::kDecay; c->hysteresis = 0.3; },
       [](KvConfig* c) { c->score = ScoreMode::kNormalized; c->q_share = 0.9; },
       [](KvConfig* c) { c->recovery = RecoveryFidelity::kExact; c->q_share = 0.2; },

@@ -14,9 +14,20 @@
 namespace qevict {
 namespace {
 
+const KvPolicyOption kH2oRecentShare({
+    .key = "h2o_recent_share",
+    .help = "h2o: share of the band budget kept for the newest windows (the rest: heavy hitters)",
+    .policies = "h2o",
+    .origin = "H2O (half heavy, half recent)",
+    .min = 0,
+    .max = 1,
+    .eval_variant = true,
+    .default_number = 0.5,
+});
+
 class H2oPolicy : public Policy {
  public:
-  explicit H2oPolicy(const KvConfig& config) : recent_share_(config.h2o_recent_share) {}
+  explicit H2oPolicy(const KvConfig& config) : recent_share_(kH2oRecentShare.Get(config)) {}
 
   void Route(const RoutingContext& context, Plan* plan) override {
     for (size_t l = 0; l < context.layers.size(); ++l) {
@@ -47,10 +58,16 @@ class H2oPolicy : public Policy {
   std::vector<float> keys_;
 };
 
-}  // namespace
+const PolicyRegistration kH2oRegistration({
+    .name = "h2o",
+    .description =
+        "H2O: half the band heavy-hitter windows by cumulative attention, half the newest",
+    .order = 20,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<H2oPolicy>(c);
+    },
+});
 
-std::unique_ptr<Policy> MakeH2oPolicy(const KvConfig& config) {
-  return std::make_unique<H2oPolicy>(config);
-}
+}  // namespace
 
 }  // namespace qevict

@@ -1,6 +1,6 @@
 // KIVI: every token but the recent region at b bits (keys per channel, values per token), nothing
-// evicted. Its cache is built with windows of kivi_group = 32 tokens (PolicyLayout in
-// registry.h), so keys are grouped per channel over 32 tokens as in the paper, and the recent
+// evicted. Its cache is built with windows of kivi_group = 32 tokens (its PolicyInfo::layout,
+// applied by PolicyLayout in registry.h), so keys are grouped per channel over 32 tokens as in the paper, and the recent
 // region (the windows holding the last R = 32 tokens, plus the one being filled) is KIVI's fp16
 // residual. Sinks stay fp16 like in every tiered policy (5 tokens by default). When the quantized
 // band cannot fit a layer's budget the plan is marked infeasible and the cache reports it rather
@@ -13,6 +13,18 @@
 
 namespace qevict {
 namespace {
+
+const KvPolicyOption kKiviGroup({
+    .key = "kivi_group",
+    .type = KvOptionType::kInt,
+    .help = "kivi: tokens per key group (kivi's window; other policies use --kv-window)",
+    .policies = "kivi",
+    .doc = "kivi's key group = its window (other policies: `--kv-window`)",
+    .origin = "KIVI",
+    .min = 1,
+    .max = 1024,
+    .default_number = 32,
+});
 
 class KiviPolicy : public Policy {
  public:
@@ -48,10 +60,17 @@ class KiviPolicy : public Policy {
   std::vector<int> order_;
 };
 
-}  // namespace
+const PolicyRegistration kKiviRegistration({
+    .name = "kivi",
+    .description =
+        "KIVI: all but the recent tokens at b bits, nothing evicted (may be infeasible)",
+    .order = 60,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<KiviPolicy>(c);
+    },
+    .layout = [](KvConfig& c) { c.window = kKiviGroup.GetInt(c); },
+});
 
-std::unique_ptr<Policy> MakeKiviPolicy(const KvConfig& config) {
-  return std::make_unique<KiviPolicy>(config);
-}
+}  // namespace
 
 }  // namespace qevict

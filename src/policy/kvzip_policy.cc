@@ -9,9 +9,18 @@
 #include "policy/snapkv_policy.h"
 
 namespace qevict {
+namespace {
 
-std::unique_ptr<Policy> MakeKvzipPolicy(const KvConfig& config) {
-  return std::make_unique<SnapKvPolicy>(config, /*external=*/true);
-}
+const PolicyRegistration kKvzipRegistration({
+    .name = "kvzip",
+    .description =
+        "KVzip: once after the prompt, fp16 windows by reconstruction score (--kv-score-source)",
+    .order = 110,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<SnapKvPolicy>(c, /*external=*/true);
+    },
+});
+
+}  // namespace
 
 }  // namespace qevict

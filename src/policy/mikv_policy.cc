@@ -30,10 +30,16 @@ class MikvPolicy : public Policy {
   std::vector<float> keys_;
 };
 
-}  // namespace
+const PolicyRegistration kMikvRegistration({
+    .name = "mikv",
+    .description =
+        "MiKV: important windows fp16, the rest quantized, evict only when needed; no promotion",
+    .order = 70,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<MikvPolicy>(c);
+    },
+});
 
-std::unique_ptr<Policy> MakeMikvPolicy(const KvConfig& config) {
-  return std::make_unique<MikvPolicy>(config);
-}
+}  // namespace
 
 }  // namespace qevict

@@ -1,26 +1,19 @@
-// Factories of the policies of the tiered cache, one file each (see registry.h for names and
-// descriptions, docs/kv-cache.md for how each baseline maps onto windows).
+// What a policy's file includes: the Policy interface, the registration (registry.h) and the
+// option descriptors (kv/kv_options.h). Each policy registers itself in its own file; see
+// docs/kv-cache.md, "Adding a policy".
 #pragma once
 
 #include <memory>
 
 #include "kv/kv_config.h"
+#include "kv/kv_options.h"
 #include "kv/routing.h"
+#include "policy/registry.h"
 
 namespace qevict {
 
-std::unique_ptr<Policy> MakeStreamingPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakeH2oPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakeTovaPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakeSnapKvPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakePyramidKvPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakeKiviPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakeMikvPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakeQevictPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakeQevictQaPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakeQevictZipPolicy(const KvConfig& config);
-std::unique_ptr<Policy> MakeKvzipPolicy(const KvConfig& config);
-// Keeps everything and routes nothing (prefix and shadow caches of the evaluator).
+// Keeps everything and routes nothing (prefix and shadow caches of the evaluator). Not a
+// user-visible policy: not registered.
 std::unique_ptr<Policy> MakeKeepAllPolicy();
 
 }  // namespace qevict

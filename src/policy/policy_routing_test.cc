@@ -130,7 +130,7 @@ TEST(QevictPolicy, RanksByCumulativeAttentionPrefillIncludedAndIgnoresTheQuestio
 
 TEST(QevictQaPolicy, RanksByTheQuestionThenByDecodeMass) {
   SyntheticContext sc;
-  sc.config.query_kernel = 1;  // no pooling: each window scores its own tokens
+  sc.config.set_option("query_kernel", 1);  // no pooling: each window scores its own tokens
   // Four windows of two tokens, no sinks; the question attends window 2 only.
   sc.layers = {Layer(std::vector<Tier>(4, T::kFp16), {9.0f, 1.0f, 1.0f, 1.0f}, 2000)};
   sc.layers[0].observation = {0, 0, 0, 0, 0, 0.9f, 0, 0};
@@ -155,7 +155,7 @@ TEST(QevictQaPolicy, WindowsRecentAtThePromptEndDoNotKeepTheirPrefillMass) {
   // have the same cumulative (prefill) score 5.0. The question gives the band windows 0.3 and
   // 0.25, the recent ones 0.2 (one token per window, no sinks, kernel 1).
   SyntheticContext sc;
-  sc.config.query_kernel = 1;
+  sc.config.set_option("query_kernel", 1);
   sc.layers = {Layer({T::kFp16, T::kFp16}, {5.0f, 5.0f}, 4 * kFp)};
   SyntheticLayer& l = sc.layers[0];
   for (int64_t i = 2; i < 4; ++i) {
@@ -201,11 +201,11 @@ TEST(H2oPolicy, SplitsTheBudgetBetweenHeavyHittersAndTheNewestWindows) {
   EXPECT_EQ(RouteWith("h2o", sc), (std::vector<Tier>{T::kEvicted, T::kFp16, T::kEvicted, T::kFp16,
                                                      T::kEvicted, T::kFp16, T::kFp16}));
   // h2o_recent_share = 0: heavy hitters only.
-  sc.config.h2o_recent_share = 0.0;
+  sc.config.set_option("h2o_recent_share", 0.0);
   EXPECT_EQ(RouteWith("h2o", sc), (std::vector<Tier>{T::kFp16, T::kFp16, T::kEvicted, T::kFp16,
                                                      T::kFp16, T::kEvicted, T::kEvicted}));
   // 0.75: three recent windows, one heavy hitter.
-  sc.config.h2o_recent_share = 0.75;
+  sc.config.set_option("h2o_recent_share", 0.75);
   EXPECT_EQ(RouteWith("h2o", sc), (std::vector<Tier>{T::kEvicted, T::kFp16, T::kEvicted,
                                                      T::kEvicted, T::kFp16, T::kFp16, T::kFp16}));
 }
@@ -247,7 +247,7 @@ TEST(KiviPolicy, QuantizesEverythingAndReportsInfeasibleInsteadOfEvicting) {
 
 TEST(SnapKvPolicy, DecidesOnceFromThePromptObservation) {
   SyntheticContext sc;
-  sc.config.snapkv_kernel = 1;  // no pooling: window score = sum of its tokens' observation
+  sc.config.set_option("snapkv_kernel", 1);  // no pooling: window score = sum of its tokens' observation
   sc.layers = {Layer(std::vector<Tier>(4, T::kFp16), {0, 0, 0, 0}, 2000)};
   // 5 sink tokens, then 4 windows of 8 tokens; windows 1 and 3 are observed most.
   SyntheticLayer& l = sc.layers[0];
@@ -291,7 +291,7 @@ SyntheticLayer TwoHeadLayer(int64_t budget) {
 
 TEST(SnapKvPolicy, TakesTheMaxOverHeads) {
   SyntheticContext sc;
-  sc.config.snapkv_kernel = 1;
+  sc.config.set_option("snapkv_kernel", 1);
   sc.layers = {TwoHeadLayer(kFp)};
   float* head0 = sc.layers[0].observation.data();
   float* head1 = head0 + 22;
@@ -305,7 +305,7 @@ TEST(SnapKvPolicy, TakesTheMaxOverHeads) {
 
 TEST(SnapKvPolicy, PoolsWithinTheBandNotAcrossTheSinksOrTheRecentRegion) {
   SyntheticContext sc;
-  sc.config.snapkv_kernel = 7;
+  sc.config.set_option("snapkv_kernel", 7);
   sc.layers = {TwoHeadLayer(kFp)};
   std::vector<float>& obs = sc.layers[0].observation;
   // The sinks and the recent window (the question's own tokens) draw large attention; in the

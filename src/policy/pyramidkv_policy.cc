@@ -7,10 +7,21 @@
 namespace qevict {
 namespace {
 
+const KvPolicyOption kPyramidBeta({
+    .key = "pyramid_beta",
+    .help = "pyramidkv: last layer's band budget is mean/beta, linear in depth",
+    .policies = "pyramidkv",
+    .origin = "PyramidKV",
+    .min = 1,
+    .request_max = 1e6,
+    .eval_variant = true,
+    .default_number = 20,
+});
+
 class PyramidKvPolicy : public SnapKvPolicy {
  public:
   explicit PyramidKvPolicy(const KvConfig& config)
-      : SnapKvPolicy(config), beta_(config.pyramid_beta) {}
+      : SnapKvPolicy(config), beta_(kPyramidBeta.Get(config)) {}
 
   void LayerBudgetWeights(int n_layers, std::vector<double>* weights) const override {
     weights->assign(n_layers, 1.0);
@@ -26,10 +37,15 @@ class PyramidKvPolicy : public SnapKvPolicy {
   double beta_;
 };
 
-}  // namespace
+const PolicyRegistration kPyramidKvRegistration({
+    .name = "pyramidkv",
+    .description = "PyramidKV: SnapKV selection with budgets decreasing linearly with depth",
+    .order = 50,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<PyramidKvPolicy>(c);
+    },
+});
 
-std::unique_ptr<Policy> MakePyramidKvPolicy(const KvConfig& config) {
-  return std::make_unique<PyramidKvPolicy>(config);
-}
+}  // namespace
 
 }  // namespace qevict

@@ -30,10 +30,16 @@ class QevictPolicy : public Policy {
   QevictFill fill_;  // the tiers, ranking rule, promotion and hysteresis (qevict_fill.h)
 };
 
-}  // namespace
+const PolicyRegistration kQevictRegistration({
+    .name = "qevict",
+    .description =
+        "QEvict (the paper): fp16 / quantized / evicted windows by cumulative attention, promotion",
+    .order = 80,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<QevictPolicy>(c);
+    },
+});
 
-std::unique_ptr<Policy> MakeQevictPolicy(const KvConfig& config) {
-  return std::make_unique<QevictPolicy>(config);
-}
+}  // namespace
 
 }  // namespace qevict

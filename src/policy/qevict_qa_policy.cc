@@ -18,10 +18,24 @@
 namespace qevict {
 namespace {
 
+const KvPolicyOption kQueryKernel({
+    .key = "query_kernel",
+    .type = KvOptionType::kInt,
+    .help = "qevict-qa: max-pool kernel over the question's token attention (SnapKV's, like "
+            "snapkv_kernel)",
+    .policies = "qevict-qa",
+    .origin = "SnapKV (same as `snapkv_kernel`)",
+    .min = 1,
+    .odd = true,
+    .request_max = 255,
+    .eval_variant = true,
+    .default_number = 7,
+});
+
 class QevictQaPolicy : public SnapshotQevictPolicy {
  public:
   explicit QevictQaPolicy(const KvConfig& config)
-      : SnapshotQevictPolicy(config, "qevict-qa"), kernel_(config.query_kernel) {}
+      : SnapshotQevictPolicy(config, "qevict-qa"), kernel_(kQueryKernel.GetInt(config)) {}
 
   bool wants_observation() const override { return true; }
 
@@ -42,10 +56,16 @@ class QevictQaPolicy : public SnapshotQevictPolicy {
   std::vector<float> pooled_;
 };
 
-}  // namespace
+const PolicyRegistration kQevictQaRegistration({
+    .name = "qevict-qa",
+    .description =
+        "QEvict ranked by each prompt's pooled question attention + decode mass since (ours)",
+    .order = 90,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<QevictQaPolicy>(c);
+    },
+});
 
-std::unique_ptr<Policy> MakeQevictQaPolicy(const KvConfig& config) {
-  return std::make_unique<QevictQaPolicy>(config);
-}
+}  // namespace
 
 }  // namespace qevict

@@ -37,10 +37,18 @@ class QevictZipPolicy : public SnapshotQevictPolicy {
   bool expected_;
 };
 
-}  // namespace
+// Its options score_source, reconstruction_chunk and expected_future are the cache's (the cache
+// and the engine read them: kv/kv_options.cc).
+const PolicyRegistration kQevictZipRegistration({
+    .name = "qevict-zip",
+    .description = "QEvict whose first routing ranks by a query-agnostic score (KVzip "
+                   "reconstruction by default) + attention mass since (ours)",
+    .order = 100,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<QevictZipPolicy>(c);
+    },
+});
 
-std::unique_ptr<Policy> MakeQevictZipPolicy(const KvConfig& config) {
-  return std::make_unique<QevictZipPolicy>(config);
-}
+}  // namespace
 
 }  // namespace qevict

@@ -1,44 +1,64 @@
 #include "policy/registry.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
 #include "kv/full_cache.h"
+#include "kv/kv_options.h"
 #include "kv/tiered_cache.h"
 #include "policy/policies.h"
 #include "util/error.h"
 
 namespace qevict {
 
-const std::vector<PolicyInfo>& PolicyInfos() {
-  static const std::vector<PolicyInfo> infos = {
-      {"full", "no compression: every token in fp16 (the reference)", nullptr},
-      {"streaming", "StreamingLLM: sinks + the most recent windows, oldest evicted",
-       &MakeStreamingPolicy},
-      {"h2o", "H2O: half the band heavy-hitter windows by cumulative attention, half the newest",
-       &MakeH2oPolicy},
-      {"tova", "TOVA: evicts the windows the latest query attends least", &MakeTovaPolicy},
-      {"snapkv",
-       "SnapKV: once after the prompt, pooled attention of the last prompt queries, max over heads",
-       &MakeSnapKvPolicy},
-      {"pyramidkv", "PyramidKV: SnapKV selection with budgets decreasing linearly with depth",
-       &MakePyramidKvPolicy},
-      {"kivi", "KIVI: all but the recent tokens at b bits, nothing evicted (may be infeasible)",
-       &MakeKiviPolicy},
-      {"mikv", "MiKV: important windows fp16, the rest quantized, evict only when needed; no promotion",
-       &MakeMikvPolicy},
-      {"qevict",
-       "QEvict (the paper): fp16 / quantized / evicted windows by cumulative attention, promotion",
-       &MakeQevictPolicy},
-      {"qevict-qa",
-       "QEvict ranked by each prompt's pooled question attention + decode mass since (ours)",
-       &MakeQevictQaPolicy},
-      {"qevict-zip",
-       "QEvict whose first routing ranks by a query-agnostic score (KVzip reconstruction by "
-       "default) + attention mass since (ours)",
-       &MakeQevictZipPolicy},
-      {"kvzip",
-       "KVzip: once after the prompt, fp16 windows by reconstruction score (--kv-score-source)",
-       &MakeKvzipPolicy},
-  };
+namespace {
+
+std::vector<PolicyInfo>& Registered() {
+  static std::vector<PolicyInfo> infos;
   return infos;
+}
+
+bool& InfosRead() {  // PolicyInfos() was called: a registration now would be missing from it
+  static bool read = false;
+  return read;
+}
+
+// The uncompressed cache is not a tiered-cache policy and has no file of its own.
+const PolicyRegistration kFullRegistration({
+    .name = "full",
+    .description = "no compression: every token in fp16 (the reference)",
+    .order = 0,
+});
+
+}  // namespace
+
+PolicyRegistration::PolicyRegistration(PolicyInfo info) {
+  if (InfosRead()) {
+    std::fprintf(stderr, "qevict: policy '%.*s' registered after the policies were listed\n",
+                 static_cast<int>(info.name.size()), info.name.data());
+    std::abort();
+  }
+  RegisterKvPolicyName(info.name, info.order);  // aborts on a name or order taken twice
+  Registered().push_back(info);
+}
+
+const std::vector<PolicyInfo>& PolicyInfos() {
+  static const std::vector<PolicyInfo> sorted = [] {
+    InfosRead() = true;
+    std::vector<PolicyInfo> infos = Registered();
+    std::sort(infos.begin(), infos.end(),
+              [](const PolicyInfo& a, const PolicyInfo& b) { return a.order < b.order; });
+    return infos;
+  }();
+  return sorted;
+}
+
+const PolicyInfo* FindPolicy(std::string_view name) {
+  for (const PolicyInfo& info : PolicyInfos()) {
+    if (name == info.name) return &info;
+  }
+  return nullptr;
 }
 
 std::vector<std::string> PolicyNames() {
@@ -48,26 +68,23 @@ std::vector<std::string> PolicyNames() {
 }
 
 std::string PolicyDescription(std::string_view name) {
-  for (const PolicyInfo& info : PolicyInfos()) {
-    if (name == info.name) return info.description;
-  }
+  if (const PolicyInfo* info = FindPolicy(name)) return std::string(info->description);
   throw Error("unknown KV cache policy '" + std::string(name) + "'");
 }
 
 KvConfig PolicyLayout(const KvConfig& config) {
   KvConfig layout = config;
-  if (config.policy == "kivi") layout.window = config.kivi_group;
+  const PolicyInfo* info = FindPolicy(config.policy);
+  if (info != nullptr && info->layout != nullptr) info->layout(layout);
   return layout;
 }
 
 std::unique_ptr<Policy> MakePolicy(const KvConfig& config) {
-  for (const PolicyInfo& info : PolicyInfos()) {
-    if (config.policy == info.name) {
-      if (info.make == nullptr) {
-        throw Error("policy '" + config.policy + "' is not a tiered-cache policy");
-      }
-      return info.make(config);
+  if (const PolicyInfo* info = FindPolicy(config.policy)) {
+    if (info->make == nullptr) {
+      throw Error("policy '" + config.policy + "' is not a tiered-cache policy");
     }
+    return info->make(config);
   }
   throw Error("unknown KV cache policy '" + config.policy + "'");
 }

@@ -1,4 +1,8 @@
 // Policies by name, and the factory the model and CLI use to build a KV cache from a KvConfig.
+// Each policy registers itself from its own file (src/policy/<name>_policy.cc) with a
+// PolicyRegistration object, beside the descriptors of its options (kv/kv_options.h); there is
+// no central list. The policy library is linked whole (CMakeLists.txt) so that the linker keeps
+// those objects.
 #pragma once
 
 #include <memory>
@@ -15,18 +19,31 @@
 namespace qevict {
 
 struct PolicyInfo {
-  const char* name;
-  const char* description;  // one line
-  std::unique_ptr<Policy> (*make)(const KvConfig&);  // nullptr for "full" (not tiered)
+  std::string_view name;
+  std::string_view description;  // one line
+  // Position in PolicyNames(): help texts, docs, tests and the evaluator's default rows follow
+  // it (full 0, streaming 10, h2o 20, tova 30, snapkv 40, pyramidkv 50, kivi 60, mikv 70,
+  // qevict 80, qevict-qa 90, qevict-zip 100, kvzip 110; a new policy takes a free number).
+  int order = 0;
+  std::unique_ptr<Policy> (*make)(const KvConfig&) = nullptr;  // nullptr for "full" (not tiered)
+  // The cache's layout for this policy when it differs (kivi: windows of its key group).
+  void (*layout)(KvConfig&) = nullptr;
+};
+
+// A static object of this type in a policy's file registers it (before main).
+struct PolicyRegistration {
+  explicit PolicyRegistration(PolicyInfo info);
 };
 
 const std::vector<PolicyInfo>& PolicyInfos();  // in KnownKvPolicyNames() order
+const PolicyInfo* FindPolicy(std::string_view name);  // nullptr when unknown
 std::vector<std::string> PolicyNames();
 std::string PolicyDescription(std::string_view name);  // throws Error for an unknown name
 
-// The config a policy's cache is built with: config itself, except that kivi's window is its
-// key group, config.kivi_group (32 as in KIVI: keys per channel over 32 tokens, and a recent
-// fp16 residual of R to R + 31 tokens). CreateKvCache and ForkKvCache apply it.
+// The config a policy's cache is built with: config itself, changed by the policy's
+// PolicyInfo::layout where it has one (kivi's window is its key group, kivi_group: 32 as in KIVI,
+// keys per channel over 32 tokens, and a recent fp16 residual of R to R + 31 tokens).
+// CreateKvCache and ForkKvCache apply it.
 KvConfig PolicyLayout(const KvConfig& config);
 
 // The policy of a tiered cache (throws Error for "full" or an unknown name).

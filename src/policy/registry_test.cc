@@ -20,6 +20,31 @@ TEST(Registry, EveryKnownNameHasADescriptionAndAFactory) {
   EXPECT_THROW(PolicyDescription("lru"), Error);
 }
 
+// Each policy registers itself from its own file; their order keys keep the order help texts,
+// docs, the evaluator's default rows and these tests rely on.
+TEST(Registry, PoliciesKeepTheirOrder) {
+  const std::vector<std::string> expected = {"full",   "streaming", "h2o",        "tova",
+                                             "snapkv", "pyramidkv", "kivi",       "mikv",
+                                             "qevict", "qevict-qa", "qevict-zip", "kvzip"};
+  EXPECT_EQ(PolicyNames(), expected);
+  EXPECT_EQ(PolicyInfos().front().make, nullptr);  // full: not a tiered-cache policy
+  for (size_t i = 1; i < PolicyInfos().size(); ++i) {
+    EXPECT_LT(PolicyInfos()[i - 1].order, PolicyInfos()[i].order);
+    EXPECT_NE(PolicyInfos()[i].make, nullptr) << PolicyInfos()[i].name;
+  }
+}
+
+// kivi's layout hook (its file) makes its window its key group.
+TEST(Registry, KiviLaysItsCacheOutInKeyGroups) {
+  KvConfig config;
+  config.policy = "kivi";
+  EXPECT_EQ(PolicyLayout(config).window, 32);
+  config.set_option("kivi_group", 16);
+  EXPECT_EQ(PolicyLayout(config).window, 16);
+  config.policy = "qevict";
+  EXPECT_EQ(PolicyLayout(config).window, config.window);
+}
+
 TEST(Registry, CreateKvCacheBuildsTheRightCache) {
   const KvGeometry geo = testing::SmallGeometry();
   const Rope rope(testing::TestRopeConfig(64), 4096);

@@ -68,8 +68,40 @@ void SnapKvPolicy::LoadState(ByteReader& in, int n_layers) {
   if (!ok) in.Fail("snapkv scores do not cover the windows they claim");
 }
 
-std::unique_ptr<Policy> MakeSnapKvPolicy(const KvConfig& config) {
-  return std::make_unique<SnapKvPolicy>(config);
-}
+namespace {
+
+const KvPolicyOption kSnapKvKernel({
+    .key = "snapkv_kernel",
+    .type = KvOptionType::kInt,
+    .help = "snapkv/pyramidkv: max-pool kernel over token scores",
+    .policies = "snapkv pyramidkv",
+    .origin = "SnapKV",
+    .min = 1,
+    .odd = true,
+    .request_max = 255,
+    .eval_variant = true,
+    .default_number = 7,
+});
+
+}  // namespace
+
+SnapKvPolicy::SnapKvPolicy(const KvConfig& config, bool external)
+    : kernel_(kSnapKvKernel.GetInt(config)),
+      external_(external),
+      expected_(config.score_source == ScoreSource::kExpectedAttention) {}
+
+namespace {
+
+const PolicyRegistration kSnapKvRegistration({
+    .name = "snapkv",
+    .description =
+        "SnapKV: once after the prompt, pooled attention of the last prompt queries, max over heads",
+    .order = 40,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<SnapKvPolicy>(c);
+    },
+});
+
+}  // namespace
 
 }  // namespace qevict

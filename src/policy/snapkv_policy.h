@@ -21,10 +21,8 @@ namespace qevict {
 class SnapKvPolicy : public Policy {
  public:
   // external: rank by LayerBand::external (kvzip_policy.cc) instead of the observation.
-  explicit SnapKvPolicy(const KvConfig& config, bool external = false)
-      : kernel_(config.snapkv_kernel),
-        external_(external),
-        expected_(config.score_source == ScoreSource::kExpectedAttention) {}
+  // The pooling kernel is the snapkv_kernel option, declared in snapkv_policy.cc.
+  explicit SnapKvPolicy(const KvConfig& config, bool external = false);
 
   bool wants_scores() const override { return false; }
   bool wants_observation() const override { return !external_ || expected_; }

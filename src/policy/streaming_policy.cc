@@ -23,10 +23,15 @@ class StreamingPolicy : public Policy {
   std::vector<int> order_;
 };
 
-}  // namespace
+const PolicyRegistration kStreamingRegistration({
+    .name = "streaming",
+    .description = "StreamingLLM: sinks + the most recent windows, oldest evicted",
+    .order = 10,
+    .make = [](const KvConfig&) -> std::unique_ptr<Policy> {
+      return std::make_unique<StreamingPolicy>();
+    },
+});
 
-std::unique_ptr<Policy> MakeStreamingPolicy(const KvConfig&) {
-  return std::make_unique<StreamingPolicy>();
-}
+}  // namespace
 
 }  // namespace qevict

@@ -22,8 +22,15 @@ class TovaPolicy : public Policy {
   std::vector<float> keys_;
 };
 
-}  // namespace
+const PolicyRegistration kTovaRegistration({
+    .name = "tova",
+    .description = "TOVA: evicts the windows the latest query attends least",
+    .order = 30,
+    .make = [](const KvConfig&) -> std::unique_ptr<Policy> {
+      return std::make_unique<TovaPolicy>();
+    },
+});
 
-std::unique_ptr<Policy> MakeTovaPolicy(const KvConfig&) { return std::make_unique<TovaPolicy>(); }
+}  // namespace
 
 }  // namespace qevict

@@ -1,5 +1,7 @@
 // The request's "kv" extension object: per-request cache settings laid over the server's
-// --kv-* defaults, e.g. {"policy": "qevict", "budget": 0.1}. Keys follow KvConfig's names.
+// --kv-* defaults, e.g. {"policy": "qevict", "budget": 0.1}. The keys: "policy", "ratio" and
+// every option descriptor (kv/kv_options.h) a request may set, by its key, typed and ranged by
+// it (KvOptionDef::request_max caps what a request may cost the server).
 #pragma once
 
 #include <nlohmann/json.hpp>
