@@ -78,7 +78,6 @@ int Chat(const ChatFlags& f) {
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   so.on_prefill_chunk = PrefillProgressLine();
-  ApplyReconstruction(f.kv, *m.tokenizer, document, pool, so);
   Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
 
   const bool interactive = isatty(STDIN_FILENO) != 0;
@@ -116,7 +115,15 @@ int Chat(const ChatFlags& f) {
     const SessionTimings before = conversation.session().timings();
     const int64_t promotions_before =
         conversation.tokens().empty() ? 0 : conversation.session().cache().Stats().promotions;
+    // The run's context for score hooks: its first prompt's user text (engine/score_hooks.h).
+    if (first) {
+      conversation.session().set_score_context(
+          MakeScoreContext(*m.tokenizer, f.kv.Resolve(), ChatContextText(messages)));
+    }
     const TurnStart start = conversation.Prefill(prompt, f.n_predict);
+    if (const auto& cost = conversation.session().external_score_cost(); first && cost) {
+      std::fprintf(stderr, "%s\n", DescribeExternalScoreCost(*cost).c_str());
+    }
     GenerateOptions go;
     go.max_new_tokens = f.n_predict;
     go.sampling = f.sampling.Options(static_cast<uint64_t>(turn - 1));
@@ -135,7 +142,7 @@ int Chat(const ChatFlags& f) {
                 conversation.session().timings(), conversation.session().cache().Stats(),
                 start.reused_tokens > 0 ? promotions_before : 0);
   }
-  if (turn > 0) PrintKvStats(f.kv, conversation.session().cache().Stats());
+  if (turn > 0) PrintKvStats(f.kv, conversation.session().kv_stats());
   return 0;
 }
 

@@ -118,9 +118,9 @@ int Run(const RunFlags& f) {
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   so.on_prefill_chunk = PrefillProgressLine();
-  ApplyReconstruction(f.kv, *m.tokenizer, text, pool, so);
   Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
   Session& session = conversation.session();
+  session.set_score_context(MakeScoreContext(*m.tokenizer, f.kv.Resolve(), text));
   if (session.policy_cache() == nullptr && f.kv.policy != "full") {
     std::fprintf(stderr,
                  "warning: every layer of this model is a sliding-window layer of %d tokens: the "
@@ -131,6 +131,9 @@ int Run(const RunFlags& f) {
   if (!f.prompt_cache.empty()) cache_key = RestorePromptCache(f, tokens, conversation);
   const TurnStart turn = conversation.Prefill(tokens, n_predict);
   std::span<const float> logits = turn.logits;
+  if (const auto& cost = session.external_score_cost()) {
+    std::fprintf(stderr, "%s\n", DescribeExternalScoreCost(*cost).c_str());
+  }
   // llama.cpp's default: the prompt is saved (when there was anything new to save); with
   // --prompt-cache-all the generated tokens too, after generation.
   if (cache_key && !f.prompt_cache_ro && !f.prompt_cache_all && turn.reused_tokens < prompt) {
@@ -173,7 +176,7 @@ int Run(const RunFlags& f) {
                t.generate_seconds > 0 ? t.generated_tokens / t.generate_seconds : 0.0,
                pool.size(), result.finish_reason.c_str());
   if (!warned) warned = WarnIfInfeasible(session.cache().Stats());
-  PrintKvStats(f.kv, session.cache().Stats());
+  PrintKvStats(f.kv, session.kv_stats());
   return 0;
 }
 

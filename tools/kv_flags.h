@@ -37,12 +37,6 @@ void AddKvFlags(CLI::App& cmd, KvFlags& flags, const KvFlagSet& set = {});
 // With --kv-prefill-chunk, prompts are fed in chunks of that size and routed between them.
 void ApplyPrefillChunk(const KvFlags& flags, SessionOptions& options);
 KvCacheFactory MakeKvCacheFactory(const KvFlags& flags);
-// qevict-zip / kvzip with --kv-score-source reconstruction: once the first prompt is stored and
-// before its end is routed, `context` is repeated over the cache (engine/reconstruction.h) and
-// the cost said on stderr. Without a context the first step has no reconstruction scores (said
-// on stderr): qevict-zip then ranks like qevict, kvzip keeps the newest windows.
-void ApplyReconstruction(const KvFlags& flags, const Tokenizer& tokenizer,
-                         const std::string& context, ThreadPool& pool, SessionOptions& options);
 // With --kv-stats (or --json): a short summary on stderr (budget, resident, reserved, saved vs
 // the full cache in MiB and %, tiers, promotions, the process RSS, a peak over the budget
 // flagged), then with --json the raw statistics as one JSON line.

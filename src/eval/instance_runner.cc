@@ -378,20 +378,19 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     if (bounded) {
       SessionOptions chunked = options;
       chunked.prefill_chunk = config.ForwardBatch(options.prefill_chunk);
-      if (reconstruction) {
-        chunked.before_prompt_end = [&](Session& s) {
-          if (reconstruction_cost) return;  // the first prompt only
-          if (context_tokens.empty()) throw Error("task " + task.id + " has no context to reconstruct");
-          reconstruction_cost = ScoreByReconstruction(s, repeat_prompt, context_tokens,
-                                                      config.reconstruction_chunk, pool);
-        };
+      if (reconstruction && context_tokens.empty()) {
+        throw Error("task " + task.id + " has no context to reconstruct");
       }
       own.emplace(*model.model, pool, chunked, [&](const KvGeometry& g, const Rope& r) {
         return CreateKvCache(config, g, r);
       });
+      // The session's score hook reconstructs the task's context before the first prompt end
+      // is routed, when the cache asks (engine/score_hooks.h).
+      own->set_score_context(MakeScoreContext(*model.tokenizer, config, task.context));
       own->BeginRun(prompt, extra);
       const std::span<const float> l = own->Prefill(turns.first);
       own_logits.assign(l.begin(), l.end());
+      reconstruction_cost = own->external_score_cost();
       own_prefill_seconds = Since(start);
     }
     // Prompt-end rows fork a prefix of the policy's layout; so do shadows (their windows must be

@@ -17,6 +17,7 @@ namespace {
 class KiviPolicy : public Policy {
  public:
   bool quantizes() const override { return true; }
+  bool evicts() const override { return false; }
   explicit KiviPolicy(const KvConfig& config) : bits_(config.bits) {}
 
   bool wants_scores() const override { return false; }
