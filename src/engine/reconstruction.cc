@@ -62,9 +62,10 @@ std::vector<std::vector<float>> ReconstructionScores(const Session& session,
                                                      ThreadPool& pool, ReconstructionCost* cost) {
   const auto t0 = std::chrono::steady_clock::now();
   // The policy's layers through the cache's interface (an interleaved cache forwards them to
-  // its global layers' cache); a cache without windows to score throws.
+  // its global layers' cache, geometry().n_layers counts those); a cache without windows to
+  // score throws.
   const KvCache& cache = session.cache();
-  if (session.policy_cache() == nullptr || cache.geometry().n_layers == 0) {
+  if (cache.geometry().n_layers == 0) {
     throw Error("reconstruction scoring needs a compressing KV cache over global layers");
   }
   const TransformerModel& model = session.model();
