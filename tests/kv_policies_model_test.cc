@@ -37,6 +37,7 @@ PolicyTrace Greedy(const LoadedModel& m, const KvConfig& config, const std::vect
   so.n_ctx = static_cast<int64_t>(prompt.size()) + n_new;
   so.prefill_chunk = config.prefill_chunk > 0 ? config.prefill_chunk : 256;
   Session s(*m.model, pool, so, FactoryFor(config));
+  s.set_score_context(MakeScoreContext(*m.tokenizer, config, prompt));  // qevict-zip, kvzip
   s.BeginRun(static_cast<int64_t>(prompt.size()), n_new);
   PolicyTrace t;
   std::span<const float> logits = s.Prefill(prompt);

@@ -84,6 +84,9 @@ int64_t SaveRestoreContinue(const LoadedModel& m, const KvConfig& config, int en
   ThreadPool pool(2);
   const int64_t n_ctx = 4096;
   Conversation original(*m.model, pool, Options(n_ctx), testing::PolicyCacheFactory(config));
+  // qevict-zip / kvzip reconstruct the document at its end (engine/score_hooks.h); the restored
+  // conversation's first prompt end is behind it.
+  original.session().set_score_context(MakeScoreContext(*m.tokenizer, config, Document(entries)));
   const std::vector<int32_t> first = m.EncodeRaw(Document(entries));
   TurnStart start = original.Prefill(first, 12);
   EXPECT_EQ(start.reused_tokens, 0);

@@ -170,6 +170,7 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
     const bool last = rep + 1 == f.reps;
     // A fresh session (and cache) per repetition, as a new request would get.
     Session session(*m.model, pool, so, factory);
+    session.set_score_context(MakeScoreContext(*m.tokenizer, config, prompt));
     session.BeginRun(row.prompt_tokens, f.gen);
     if (last && f.perf_phase == "prefill") perf.Send("enable");
     std::span<const float> logits = session.Prefill(prompt);

@@ -130,7 +130,6 @@ int Chat(const ChatFlags& f) {
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   so.on_prefill_chunk = PrefillProgressLine();
-  ApplyReconstruction(f.kv, *m.tokenizer, document, pool, so);
   Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
 
   std::vector<ChatMessage> messages;
@@ -151,7 +150,13 @@ int Chat(const ChatFlags& f) {
                   std::to_string(context) + " tokens: shorten it, lower -n, or raise -c up to the "
                   "model's " + std::to_string(model_ctx));
     }
+    // The run's first prompt is the document turn: its user text is the document.
+    conversation.session().set_score_context(
+        MakeScoreContext(*m.tokenizer, f.kv.Resolve(), document));
     ReadDocument(f, tokens, conversation);
+    if (const auto& cost = conversation.session().external_score_cost()) {
+      std::fprintf(stderr, "%s\n", DescribeExternalScoreCost(*cost).c_str());
+    }
   }
 
   const bool interactive = isatty(STDIN_FILENO) != 0;
@@ -193,7 +198,16 @@ int Chat(const ChatFlags& f) {
     const SessionTimings before = conversation.session().timings();
     const int64_t promotions_before =
         conversation.tokens().empty() ? 0 : conversation.session().cache().Stats().promotions;
+    // The run's context for score hooks: its first prompt's user text (engine/score_hooks.h).
+    if (first && !document_turn) {
+      conversation.session().set_score_context(
+          MakeScoreContext(*m.tokenizer, f.kv.Resolve(), ChatContextText(messages)));
+    }
     const TurnStart start = conversation.Prefill(prompt, f.n_predict);
+    if (const auto& cost = conversation.session().external_score_cost();
+        first && !document_turn && cost) {
+      std::fprintf(stderr, "%s\n", DescribeExternalScoreCost(*cost).c_str());
+    }
     GenerateOptions go;
     go.max_new_tokens = f.n_predict;
     go.sampling = f.sampling.Options(static_cast<uint64_t>(turn - 1));
@@ -215,7 +229,7 @@ int Chat(const ChatFlags& f) {
                 start.reused_tokens > 0 ? promotions_before : 0);
   }
   if (turn > 0) {
-    PrintKvStats(f.kv, conversation.session().cache().Stats(), m.model->config().n_layers);
+    PrintKvStats(f.kv, conversation.session().kv_stats(), m.model->config().n_layers);
   }
   return 0;
 }

@@ -93,9 +93,9 @@ int Run(const RunFlags& f) {
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   so.on_prefill_chunk = PrefillProgressLine();
-  ApplyReconstruction(f.kv, *m.tokenizer, text, pool, so);
   Conversation conversation(*m.model, pool, so, MakeKvCacheFactory(f.kv));
   Session& session = conversation.session();
+  session.set_score_context(MakeScoreContext(*m.tokenizer, f.kv.Resolve(), text));
   if (session.policy_cache() == nullptr && f.kv.policy != "full") {
     std::fprintf(stderr,
                  "warning: every layer of this model is a sliding-window layer of %d tokens: the "
@@ -117,6 +117,9 @@ int Run(const RunFlags& f) {
   }
   const TurnStart turn = conversation.Prefill(tokens, n_predict);
   std::span<const float> logits = turn.logits;
+  if (const auto& cost = session.external_score_cost()) {
+    std::fprintf(stderr, "%s\n", DescribeExternalScoreCost(*cost).c_str());
+  }
   if (save_prompt && stable == tokens.size() && turn.reused_tokens < prompt) {
     SavePromptCacheFile(*cache, conversation);
   }
@@ -155,7 +158,7 @@ int Run(const RunFlags& f) {
                t.generate_seconds > 0 ? t.generated_tokens / t.generate_seconds : 0.0,
                pool.size(), result.finish_reason.c_str());
   if (!warned) warned = WarnIfInfeasible(session.cache().Stats());
-  PrintKvStats(f.kv, session.cache().Stats(), m.model->config().n_layers);
+  PrintKvStats(f.kv, session.kv_stats(), m.model->config().n_layers);
   return 0;
 }
 

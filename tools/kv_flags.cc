@@ -4,7 +4,6 @@
 #include <memory>
 #include <sstream>
 
-#include "engine/reconstruction.h"
 #include "kv/kv_options.h"
 #include "policy/registry.h"
 #include "util/error.h"
@@ -83,31 +82,6 @@ KvCacheFactory MakeKvCacheFactory(const KvFlags& flags) {
   const KvConfig config = flags.Resolve();
   return [config](const KvGeometry& g, const Rope& rope) {
     return CreateKvCache(config, g, rope);
-  };
-}
-
-void ApplyReconstruction(const KvFlags& flags, const Tokenizer& tokenizer,
-                         const std::string& context, ThreadPool& pool, SessionOptions& options) {
-  const KvConfig config = flags.Resolve();
-  if (config.policy == "full" || config.score_source != ScoreSource::kReconstruction ||
-      !MakePolicy(config)->wants_external_scores()) {
-    return;
-  }
-  std::vector<int32_t> tokens = tokenizer.Encode(context, /*add_bos=*/false, /*parse_special=*/false);
-  if (tokens.empty()) {
-    std::fprintf(stderr, "warning: --kv-policy %s has no context to reconstruct (give -f): its "
-                         "first routing step has no reconstruction scores\n", config.policy.c_str());
-    return;
-  }
-  auto done = std::make_shared<bool>(false);
-  options.before_prompt_end = [tokens = std::move(tokens), repeat = RepeatPromptTokens(tokenizer),
-                               chunk = config.reconstruction_chunk, done, &pool](Session& s) {
-    if (*done || s.policy_cache() == nullptr) return;  // the first prompt only
-    *done = true;
-    const ReconstructionCost cost = ScoreByReconstruction(s, repeat, tokens, chunk, pool);
-    std::fprintf(stderr, "reconstruction scoring: %lld tokens in %lld chunks, %.2f s, %.1f MiB scratch\n",
-                 static_cast<long long>(cost.tokens), static_cast<long long>(cost.chunks),
-                 cost.seconds, static_cast<double>(cost.scratch_bytes) / (1 << 20));
   };
 }
 

@@ -12,11 +12,14 @@
 //   qevict::SessionOptions so;
 //   so.n_ctx = prompt.size() + 128;
 //   qevict::Session session(*m.model, pool, so, qevict::KvCacheFactoryFor(kv));
+//   // qevict-zip / kvzip reconstruct the prompt's text before its end is routed: give it (else
+//   // Prefill throws qevict::Error; engine/score_hooks.h).
+//   session.set_score_context(qevict::MakeScoreContext(*m.tokenizer, kv, "..."));
 //   session.BeginRun(prompt.size(), 128);
 //   qevict::GenerateOptions go;          // sampling, stop strings, streaming callback
 //   go.max_new_tokens = 128;
 //   qevict::GenerateResult r = qevict::Generate(session, *m.tokenizer, session.Prefill(prompt), go);
-//   qevict::KvStats stats = session.cache().Stats();  // resident bytes per tier, promotions, ...
+//   qevict::KvStats stats = session.kv_stats();  // resident bytes per tier, promotions, ...
 //
 // Errors in inputs (bad files, bad options) are thrown as qevict::Error.
 #pragma once

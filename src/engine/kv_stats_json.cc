@@ -46,6 +46,10 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
     j["sliding_window"] = s.sliding_window;
   }
   if (s.prior_seconds > 0.0) j["prior_s"] = s.prior_seconds;
+  if (s.external_score_tokens > 0) {  // reconstruction scoring ran (engine/score_hooks.h)
+    j["external_score_s"] = s.external_score_seconds;
+    j["external_score_tokens"] = s.external_score_tokens;
+  }
   if (!s.note.empty()) j["note"] = s.note;
   // The process as the OS sees it, read now: what a user's `top` shows beside the cache's ledger.
   const MemoryStats process = ReadMemoryStats();

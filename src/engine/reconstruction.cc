@@ -5,20 +5,10 @@
 
 #include "engine/reconstruction_cache.h"
 #include "kv/grouped_attention.h"
-#include "kv/interleaved_cache.h"
-#include "kv/tiered_cache.h"
 #include "util/error.h"
 
 namespace qevict {
 namespace {
-
-const TieredCache& PolicyTieredCache(const Session& session) {
-  const auto* tiered = dynamic_cast<const TieredCache*>(session.policy_cache());
-  if (tiered == nullptr) {
-    throw Error("reconstruction scoring needs a tiered KV cache (a compressing --kv-policy)");
-  }
-  return *tiered;
-}
 
 // Per-head token maxima (attention order of the layer's resident tokens) -> window scores by
 // index. Per KV head a window's score is the max over its tokens (KVzip's pair score); the heads
@@ -26,26 +16,24 @@ const TieredCache& PolicyTieredCache(const Session& session) {
 // rank over the heads, as a fraction: 1 for a window some head ranks first, 1 - k/n for one whose
 // best rank is k of n. Keeping the top of this order keeps, for every head, the windows that
 // head ranks highest, as KVzip's per-head top-k selection with uniform head budgets would.
-std::vector<float> WindowScores(const TieredCache& cache, int layer,
+std::vector<float> WindowScores(const KvCache& cache, int layer,
                                 const std::vector<float>& token_max) {
-  const WindowView view = cache.View(layer);
+  const ExternalScoreLayout layout = cache.external_score_layout(layer);
   const int n_kv = cache.geometry().n_kv_heads;
   const int64_t T = static_cast<int64_t>(token_max.size()) / n_kv;
-  std::vector<int64_t> resident;  // window indices in attention order
+  const std::vector<int64_t>& resident = layout.resident_index;  // attention order
   std::vector<std::vector<float>> per_head(n_kv);
-  int64_t at = view.sink_tokens;
-  for (const WindowInfo& w : view.windows) {
-    if (w.tier == Tier::kEvicted) continue;
-    QEVICT_CHECK(at + w.n_tokens <= T);
-    resident.push_back(w.index);
+  int64_t at = layout.sink_tokens;
+  for (const int n_tokens : layout.resident_tokens) {
+    QEVICT_CHECK(at + n_tokens <= T);
     for (int h = 0; h < n_kv; ++h) {
       const float* row = token_max.data() + h * T + at;
-      per_head[h].push_back(*std::max_element(row, row + w.n_tokens));
+      per_head[h].push_back(*std::max_element(row, row + n_tokens));
     }
-    at += w.n_tokens;
+    at += n_tokens;
   }
   QEVICT_CHECK(at == T || token_max.empty());
-  std::vector<float> scores(view.windows.size(), 0.0f);
+  std::vector<float> scores(layout.n_windows, 0.0f);
   const size_t n = resident.size();
   std::vector<size_t> order(n);
   for (int h = 0; h < n_kv; ++h) {
@@ -73,7 +61,13 @@ std::vector<std::vector<float>> ReconstructionScores(const Session& session,
                                                      std::span<const int32_t> context, int chunk,
                                                      ThreadPool& pool, ReconstructionCost* cost) {
   const auto t0 = std::chrono::steady_clock::now();
-  const TieredCache& tiered = PolicyTieredCache(session);
+  // The policy's layers through the cache's interface (an interleaved cache forwards them to
+  // its global layers' cache, geometry().n_layers counts those); a cache without windows to
+  // score throws.
+  const KvCache& cache = session.cache();
+  if (cache.geometry().n_layers == 0) {
+    throw Error("reconstruction scoring needs a compressing KV cache over global layers");
+  }
   const TransformerModel& model = session.model();
   const ModelConfig& config = model.config();
   QEVICT_CHECK(chunk >= 1 && !context.empty());
@@ -100,8 +94,8 @@ std::vector<std::vector<float>> ReconstructionScores(const Session& session,
   const int64_t least = std::max<int64_t>(1, 2 * kQueryBlock - prompt);
   if (n_ctx < least) {  // too short to score: every window 0
     std::vector<std::vector<float>> zeros;
-    for (int l = 0; l < tiered.geometry().n_layers; ++l) {
-      zeros.emplace_back(tiered.View(l).windows.size(), 0.0f);
+    for (int l = 0; l < cache.geometry().n_layers; ++l) {
+      zeros.emplace_back(cache.external_score_layout(l).n_windows, 0.0f);
     }
     return zeros;
   }
@@ -119,7 +113,7 @@ std::vector<std::vector<float>> ReconstructionScores(const Session& session,
 
   std::vector<std::vector<float>> scores(view.token_max().size());
   for (size_t l = 0; l < scores.size(); ++l) {
-    scores[l] = WindowScores(tiered, static_cast<int>(l), view.token_max()[l]);
+    scores[l] = WindowScores(cache, static_cast<int>(l), view.token_max()[l]);
   }
   if (cost != nullptr) {
     cost->chunks += n_chunks;
@@ -141,9 +135,8 @@ ReconstructionCost ScoreByReconstruction(Session& session, std::span<const int32
   ReconstructionCost cost;
   std::vector<std::vector<float>> scores =
       ReconstructionScores(session, repeat_prompt, context, chunk, pool, &cost);
-  auto& tiered = const_cast<TieredCache&>(PolicyTieredCache(session));
   for (size_t l = 0; l < scores.size(); ++l) {
-    tiered.SetExternalScores(static_cast<int>(l), std::move(scores[l]));
+    session.cache().SetExternalScores(static_cast<int>(l), std::move(scores[l]));
   }
   return cost;
 }

@@ -16,32 +16,30 @@
 #include <span>
 #include <vector>
 
+#include "engine/score_hooks.h"
 #include "engine/session.h"
 #include "tokenizer/tokenizer.h"
 
 namespace qevict {
 
-struct ReconstructionCost {
-  double seconds = 0.0;      // wall time of the whole pass
-  int64_t tokens = 0;        // tokens forwarded (repeat prompts + repeated context)
-  int64_t chunks = 0;
-  int64_t scratch_bytes = 0;  // peak scratch: forward buffers + attention copies + maxima
-};
+using ReconstructionCost = ExternalScoreCost;  // engine/score_hooks.h
 
 // The repeat prompt as raw text tokens (no special tokens): "\n\nRepeat the previous context:\n"
 // (KVzip's instruction; the paper puts it in the chat template's user turn and the repetition in
 // the assistant's, here it follows the context as plain text in every prompt style).
 std::vector<int32_t> RepeatPromptTokens(const Tokenizer& tokenizer);
 
-// Window scores of the session's policy cache (a TieredCache; throws otherwise) from repeating
-// `context` after `repeat_prompt`: [policy layer][window index] (0 for windows not resident).
+// Window scores of the session's policy cache (through KvCache::external_score_layout; a cache
+// without windows throws) from repeating `context` after `repeat_prompt`: [policy layer][window
+// index] (0 for windows not resident).
 std::vector<std::vector<float>> ReconstructionScores(const Session& session,
                                                      std::span<const int32_t> repeat_prompt,
                                                      std::span<const int32_t> context, int chunk,
                                                      ThreadPool& pool, ReconstructionCost* cost);
 
-// ReconstructionScores handed to the policy cache (TieredCache::SetExternalScores), where the
-// next prompt-end routing step consumes them. The cache is otherwise untouched.
+// ReconstructionScores handed to the policy cache (KvCache::SetExternalScores), where the next
+// prompt-end routing step consumes them. The cache is otherwise untouched. Entry points do not
+// call this: the session's score hook does when the cache asks (engine/score_hooks.h).
 ReconstructionCost ScoreByReconstruction(Session& session, std::span<const int32_t> repeat_prompt,
                                          std::span<const int32_t> context, int chunk,
                                          ThreadPool& pool);

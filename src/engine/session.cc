@@ -54,7 +54,9 @@ Session::Session(const Session& prefix, const CacheFork& fork)
       options_(prefix.options_),
       scratch_(prefix.model_.config(), std::max(1, prefix.options_.prefill_chunk)),
       position_(prefix.position_),
-      timings_(prefix.timings_) {
+      timings_(prefix.timings_),
+      score_context_(prefix.score_context_),
+      external_score_cost_(prefix.external_score_cost_) {
   ropes_ = model_.MakeRopes(options_.n_ctx);
   const KvCache* prefix_policy = prefix.policy_cache();
   std::unique_ptr<KvCache> global =
@@ -70,11 +72,21 @@ Session::Session(const Session& prefix, const CacheFork& fork)
 
 const KvCache* Session::policy_cache() const { return PolicyCacheOf(*cache_); }
 
+KvStats Session::kv_stats() const {
+  KvStats s = cache_->Stats();
+  if (external_score_cost_) {
+    s.external_score_seconds = external_score_cost_->seconds;
+    s.external_score_tokens = external_score_cost_->tokens;
+  }
+  return s;
+}
+
 void Session::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   position_ = 0;  // a new run starts from an empty cache
   has_logits_ = false;
   CheckRoom(prompt_tokens + max_new_tokens);
   timings_ = {};
+  external_score_cost_.reset();
   cache_->BeginRun(prompt_tokens, max_new_tokens);
 }
 
@@ -92,6 +104,7 @@ void Session::LoadState(ByteReader& in) {
   position_ = 0;
   has_logits_ = false;
   timings_ = {};
+  external_score_cost_.reset();  // a restored run's first prompt end is behind it
   try {
     cache_->LoadState(in);
   } catch (...) {
@@ -126,6 +139,12 @@ std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
     position_ += n;
     done += n;
     if (last && options_.before_prompt_end) options_.before_prompt_end(*this);
+    if (last) {
+      // The run's first prompt end: what the cache asks for before it is routed.
+      if (auto cost = ScoreWhatTheCacheWants(*this, score_context_.get(), *pool_)) {
+        external_score_cost_ = cost;
+      }
+    }
     cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, *pool_);
     if (options_.on_prefill_chunk) {
       options_.on_prefill_chunk(static_cast<int64_t>(done), static_cast<int64_t>(tokens.size()),
@@ -157,6 +176,11 @@ std::vector<float> Session::PrefillAllLogits(std::span<const int32_t> tokens) {
               all.begin() + done * n_vocab);
     position_ += n;
     done += n;
+    if (last) {
+      if (auto cost = ScoreWhatTheCacheWants(*this, score_context_.get(), *pool_)) {
+        external_score_cost_ = cost;
+      }
+    }
     cache_->EndBatch(last ? BatchKind::kPromptEnd : BatchKind::kPromptChunk, *pool_);
   }
   timings_.prompt_tokens += static_cast<int64_t>(tokens.size());

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "engine/score_hooks.h"
 #include "kv/kv_cache.h"
 #include "model/transformer_model.h"
 
@@ -30,7 +32,8 @@ struct SessionOptions {
   // Called once a prompt's last chunk is stored and before the cache is told the prompt ended
   // (before its routing step), with the session at the position after the prompt: a
   // read-only pass over the cache can hand the cache scores for that step
-  // (engine/reconstruction.h). May be empty.
+  // (engine/reconstruction.h). May be empty. Runs before the session's own score hook
+  // (set_score_context), which computes only what the cache still asks for.
   std::function<void(Session& session)> before_prompt_end;
 };
 
@@ -86,6 +89,20 @@ class Session {
   // has sliding-window layers (nullptr when every layer slides).
   const KvCache* policy_cache() const;
   const SessionTimings& timings() const { return timings_; }
+
+  // Score hooks (engine/score_hooks.h): the context the cache's external scores are computed
+  // from when it asks for them, at the run's first prompt end (kept for later runs until
+  // replaced; nullptr: none). A cache that asks without a context makes Prefill throw Error.
+  void set_score_context(std::shared_ptr<const ScoreContext> context) {
+    score_context_ = std::move(context);
+  }
+  // What the current run's external scores cost (nullopt: the cache asked for none).
+  const std::optional<ExternalScoreCost>& external_score_cost() const {
+    return external_score_cost_;
+  }
+  // The cache's statistics with the engine's part filled in (KvStats::external_score_*): what
+  // --kv-stats and the server's responses report.
+  KvStats kv_stats() const;
   const TransformerModel& model() const { return model_; }
   // Frees the forward pass's scratch buffers until the next Prefill or Decode (a conversation
   // kept between turns holds only its cache).
@@ -109,6 +126,8 @@ class Session {
   bool has_logits_ = false;  // scratch_.logits row 0 follows the last token fed
   std::vector<int32_t> positions_;
   SessionTimings timings_;
+  std::shared_ptr<const ScoreContext> score_context_;
+  std::optional<ExternalScoreCost> external_score_cost_;
 };
 
 }  // namespace qevict

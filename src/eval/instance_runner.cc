@@ -325,9 +325,12 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
   // repeated over the cache once its first prompt is stored. Prompt-end rows share one pass over
   // the prefix (its scores travel with every fork); bounded rows run their own before their
   // prompt's end is routed. Rows that use it report its cost.
-  const std::vector<int32_t> repeat_prompt = RepeatPromptTokens(*model.tokenizer);
-  const std::vector<int32_t> context_tokens =
-      model.tokenizer->Encode(task.context, /*add_bos=*/false, /*parse_special=*/false);
+  // The context is the task's (engine/score_hooks.h: the same plain-text encoding as every
+  // entry point); each row reconstructs it in chunks of its own reconstruction_chunk.
+  const std::shared_ptr<const ScoreContext> task_context =
+      MakeScoreContext(*model.tokenizer, settings.kv, task.context);
+  const std::vector<int32_t>& repeat_prompt = task_context->repeat_prompt;
+  const std::vector<int32_t>& context_tokens = task_context->context;
   auto external = [&](const KvConfig& config) {
     return config.policy != "full" && MakePolicy(config)->wants_external_scores();
   };
@@ -378,20 +381,21 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     if (bounded) {
       SessionOptions chunked = options;
       chunked.prefill_chunk = config.ForwardBatch(options.prefill_chunk);
-      if (reconstruction) {
-        chunked.before_prompt_end = [&](Session& s) {
-          if (reconstruction_cost) return;  // the first prompt only
-          if (context_tokens.empty()) throw Error("task " + task.id + " has no context to reconstruct");
-          reconstruction_cost = ScoreByReconstruction(s, repeat_prompt, context_tokens,
-                                                      config.reconstruction_chunk, pool);
-        };
+      if (reconstruction && context_tokens.empty()) {
+        throw Error("task " + task.id + " has no context to reconstruct");
       }
       own.emplace(*model.model, pool, chunked, [&](const KvGeometry& g, const Rope& r) {
         return CreateKvCache(config, g, r);
       });
+      // The session's score hook reconstructs the task's context before the first prompt end
+      // is routed, when the cache asks (engine/score_hooks.h).
+      auto row_context = std::make_shared<ScoreContext>(*task_context);
+      row_context->reconstruction_chunk = config.reconstruction_chunk;
+      own->set_score_context(std::move(row_context));
       own->BeginRun(prompt, extra);
       const std::span<const float> l = own->Prefill(turns.first);
       own_logits.assign(l.begin(), l.end());
+      reconstruction_cost = own->external_score_cost();
       own_prefill_seconds = Since(start);
     }
     // Prompt-end rows fork a prefix of the policy's layout; so do shadows (their windows must be

@@ -40,6 +40,52 @@ int64_t ByteLedger::MappedSlackBytes(const KvConfig& config, const KvGeometry& g
   return slabs + demoted;
 }
 
+int64_t ByteLedger::WorstReservedBytes(const KvConfig& config, const KvGeometry& geometry,
+                                       const Policy& policy, int64_t prompt_tokens,
+                                       int64_t run_tokens, std::optional<int64_t> budget) {
+  constexpr int64_t kRecord = kRecordBytes;
+  constexpr int64_t kPosition = kPositionBytes;
+  const int64_t sinks = config.sinks, window = config.window, layers = geometry.n_layers;
+  const int64_t per_token = geometry.fp16_bytes_per_token();
+  auto windows = [&](int64_t tokens) {
+    return (std::max<int64_t>(0, tokens - sinks) + window - 1) / window;
+  };
+  // The first `tokens` tokens all in fp16: the sink block and whole windows with their records.
+  auto fp16_blocks = [&](int64_t tokens) {
+    const int64_t sink_tokens = tokens > 0 ? sinks : 0;
+    return (sink_tokens + windows(tokens) * window) * per_token +
+           layers * windows(tokens) * kRecord;
+  };
+  // Positions are kept for every token stored, resident or not (and the next one's).
+  auto positions = [&](int64_t tokens) { return (tokens + 1) * kPosition; };
+  prompt_tokens = std::max<int64_t>(0, prompt_tokens);
+  run_tokens = std::max(run_tokens, prompt_tokens);
+  const int64_t everything = fp16_blocks(run_tokens) + positions(run_tokens);
+  if (!budget) return everything + MappedSlackBytes(config, geometry, 0, policy.quantizes());
+
+  // From the first routing step on, resident bytes stay under the budget unless it is below the
+  // floor kept whatever the budget: sinks, the recent region, the window being filled and the
+  // one being closed.
+  const int64_t recent_windows = (config.recent + window - 1) / window;
+  const int64_t floor = fp16_blocks(sinks + (recent_windows + 2) * window) + positions(run_tokens);
+  int64_t steady = std::max(*budget, floor);
+  if (!policy.evicts()) {  // every window past the floor stays, quantized, whatever the budget
+    const QuantLayout q = QuantLayout::Make(geometry.n_kv_heads, config.window,
+                                            geometry.head_dim, config.bits, config.value_group);
+    steady = std::max(steady, floor + layers * windows(run_tokens) * (q.bytes + kRecord));
+  }
+  // Before the first routing step the prompt sits in fp16: all of it (read in one chunk), or
+  // one chunk on top of what the previous chunks were routed down to.
+  const int64_t prefill =
+      config.prefill_chunk > 0 && prompt_tokens > config.prefill_chunk
+          ? steady + fp16_blocks(std::min<int64_t>(config.prefill_chunk, prompt_tokens) + window)
+          : fp16_blocks(prompt_tokens) + positions(prompt_tokens);
+  const int64_t mapped =
+      MappedSlackBytes(config, geometry, *budget, policy.quantizes()) +
+      (policy.wants_observation() ? ObservationBytesFor(config, geometry) : 0);
+  return std::min(everything, std::max(steady, prefill)) + mapped;
+}
+
 // ---- what the cache holds -------------------------------------------------------------------
 
 int64_t ByteLedger::MetaBytes() const {

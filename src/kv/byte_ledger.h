@@ -38,6 +38,13 @@ class ByteLedger {
   static int64_t MappedSlackBytes(const KvConfig& config, const KvGeometry& geometry,
                                   int64_t budget_bytes, bool quantizes);
 
+  // The most bytes a cache of this configuration (as built: PolicyLayout's window for kivi) can
+  // hold from the OS over a run (TieredCache::WorstReservedBytes says what it counts): what the
+  // server's admission control reserves, from the record and block sizes this ledger charges.
+  static int64_t WorstReservedBytes(const KvConfig& config, const KvGeometry& geometry,
+                                    const Policy& policy, int64_t prompt_tokens,
+                                    int64_t run_tokens, std::optional<int64_t> budget);
+
   int64_t fp_block_bytes() const { return fp_block_bytes_; }
   int64_t sink_block_bytes() const { return sink_block_bytes_; }
   int64_t fp_window_cost() const { return fp_block_bytes_ + kRecordBytes; }  // block + record

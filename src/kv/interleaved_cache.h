@@ -43,6 +43,19 @@ class InterleavedCache : public KvCache {
   void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
                   std::vector<int32_t>* positions) const override;
 
+  // External scores are the global layers' (the rings have no windows): forwarded to the
+  // policy's cache, by its layer index (nothing is wanted when every layer slides).
+  ExternalScoreNeed wants_external_scores() const override {
+    return global_ ? global_->wants_external_scores() : ExternalScoreNeed::kNone;
+  }
+  ExternalScoreLayout external_score_layout(int layer) const override {
+    return global_ ? global_->external_score_layout(layer) : KvCache::external_score_layout(layer);
+  }
+  void SetExternalScores(int layer, std::vector<float> scores) override {
+    if (!global_) return KvCache::SetExternalScores(layer, std::move(scores));
+    global_->SetExternalScores(layer, std::move(scores));
+  }
+
   KvCache* global() { return global_.get(); }
   const KvCache* global() const { return global_.get(); }
   const SlidingWindowCache& rings() const { return *rings_; }

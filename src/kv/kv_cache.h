@@ -50,6 +50,23 @@ enum class BatchKind {
   kGenerated,    // one generated token
 };
 
+// Scores a cache asks the engine for before its run's first prompt end is routed, because they
+// need a pass over the model it cannot make itself (engine/score_hooks.h).
+enum class ExternalScoreNeed {
+  kNone,
+  kReconstruction,  // KVzip's reconstruction scores (engine/reconstruction.h)
+};
+
+// The windows of one layer that external scores are given for: scores go by window index (0 to
+// n_windows - 1); the resident ones, in attention order after sink_tokens tokens, are the ones
+// a pass over the cache sees, with their token counts.
+struct ExternalScoreLayout {
+  int64_t sink_tokens = 0;
+  int64_t n_windows = 0;
+  std::vector<int64_t> resident_index;
+  std::vector<int> resident_tokens;
+};
+
 // Per-tier accounting; bytes are what the cache's allocator actually holds.
 struct KvStats {
   int64_t tokens_seen = 0;      // tokens stored since the run began
@@ -96,6 +113,11 @@ struct KvStats {
   int64_t sliding_bytes = 0;
   int sliding_layers = 0;
   int64_t sliding_window = 0;
+  // External scores the engine computed for the run's first prompt end (reconstruction): wall
+  // time and tokens forwarded; 0 when the cache asked for none. Filled by the session
+  // (Session::kv_stats), not by the cache.
+  double external_score_seconds = 0.0;
+  int64_t external_score_tokens = 0;
 
   int64_t resident_bytes() const { return fp16_bytes + quant_bytes + meta_bytes; }
 };
@@ -130,6 +152,19 @@ class KvCache {
   virtual void EndBatch(BatchKind kind, ThreadPool& pool) = 0;
 
   virtual KvStats Stats() const = 0;
+
+  // External scores. A cache says which scores it still needs for its next routing step (the
+  // run's first prompt end; kNone once they were handed over or that step is behind it), and
+  // the engine computes them over the stored tokens before that step (engine/score_hooks.h):
+  // scores by window index of ExternalScoreLayout(layer), one vector per layer of the policy
+  // (geometry().n_layers). A cache that asks for none takes none: SetExternalScores throws.
+  virtual ExternalScoreNeed wants_external_scores() const { return ExternalScoreNeed::kNone; }
+  virtual ExternalScoreLayout external_score_layout(int layer) const {
+    throw Error("this KV cache has no windows to score (external scores need a compressing policy)");
+  }
+  virtual void SetExternalScores(int layer, std::vector<float> scores) {
+    throw Error("this KV cache has no windows to score (external scores need a compressing policy)");
+  }
 
   // The whole state between batches (after a prompt's end or a generated token), for the prompt
   // cache on disk (engine/prompt_cache.h). LoadState, on a cache built with the same options and

@@ -95,6 +95,10 @@ class Policy {
   virtual bool wants_external_scores() const { return false; }
   // Whether the policy ever puts a window in the quantized tier (sizes what the cache may map).
   virtual bool quantizes() const { return false; }
+  // Whether the policy ever evicts a window. One that never does (kivi) keeps every band window
+  // at least quantized whatever the budget, which sizes the most its cache can hold
+  // (TieredCache::WorstReservedBytes).
+  virtual bool evicts() const { return true; }
   // Relative share of the total band budget for each layer (default: equal shares).
   virtual void LayerBudgetWeights(int n_layers, std::vector<double>* weights) const {
     weights->assign(n_layers, 1.0);

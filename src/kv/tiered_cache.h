@@ -26,6 +26,7 @@
 //   tiered_state.cc      the state saved to and restored from a prompt cache file.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -100,17 +101,50 @@ class TieredCache : public KvCache, private ResidentReader {
   static int64_t ObservationBytesFor(const KvConfig& config, const KvGeometry& geometry) {
     return ByteLedger::ObservationBytesFor(config, geometry);
   }
+  // The most bytes a cache of this configuration (as built: PolicyLayout's window for kivi) can
+  // hold from the OS over a run of prompt_tokens + new tokens (its peak Stats().reserved_bytes,
+  // the sliding layers' rings excluded): the ledger's resident bytes at their largest (every
+  // token in fp16 without a budget; with one, the budget or the floor, the prompt held in fp16
+  // before its first routing step, a policy that never evicts holding every window quantized)
+  // plus what the pools map beyond the ledger and the observation buffer. budget: the global
+  // layers' budget of the run (KvConfig::GlobalBudgetBytes; nullopt: none). For admission
+  // control (server/kv_reservation.h), from the same record and block sizes the ledger charges.
+  static int64_t WorstReservedBytes(const KvConfig& config, const KvGeometry& geometry,
+                                    const Policy& policy, int64_t prompt_tokens,
+                                    int64_t run_tokens, std::optional<int64_t> budget) {
+    return ByteLedger::WorstReservedBytes(config, geometry, policy, prompt_tokens, run_tokens,
+                                          budget);
+  }
 
   // Window scores computed outside the cache (reconstruction scoring: engine/reconstruction.h),
   // by window index, for the next routing step at a prompt end (LayerBand::external), which
   // consumes them. A prefix cache kept for forks never routes: its forks copy them.
-  void SetExternalScores(int layer, std::vector<float> scores) {
+  void SetExternalScores(int layer, std::vector<float> scores) override {
     external_->Accept(layer, std::move(scores));
   }
-  // Whether the policy routes on reconstruction scores, which the engine must compute and hand
-  // over (SetExternalScores) before the first prompt's end is routed.
-  bool wants_reconstruction() const {
-    return policy_->wants_external_scores() && config_.score_source == ScoreSource::kReconstruction;
+  // kReconstruction while the policy routes on reconstruction scores under a budget, the run's
+  // first prompt end is still ahead and none were handed over (SetExternalScores) for it. A run
+  // without a budget routes on nothing, and a prefix kept for forks never routes: they ask for
+  // none (the prefix's owner may still hand it scores for its forks).
+  ExternalScoreNeed wants_external_scores() const override {
+    const bool wanted = policy_->wants_external_scores() &&
+                        config_.score_source == ScoreSource::kReconstruction && ledger_.budget() &&
+                        !for_forks_ && !clock_.first_prompt_end_done &&
+                        std::all_of(external_->scores().begin(), external_->scores().end(),
+                                    [](const std::vector<float>& s) { return s.empty(); });
+    return wanted ? ExternalScoreNeed::kReconstruction : ExternalScoreNeed::kNone;
+  }
+  ExternalScoreLayout external_score_layout(int layer) const override {
+    const WindowView view = View(layer);
+    ExternalScoreLayout out;
+    out.sink_tokens = view.sink_tokens;
+    out.n_windows = static_cast<int64_t>(view.windows.size());
+    for (const WindowInfo& w : view.windows) {
+      if (w.tier == Tier::kEvicted) continue;
+      out.resident_index.push_back(w.index);
+      out.resident_tokens.push_back(w.n_tokens);
+    }
+    return out;
   }
 
   // Read-only diagnostics.

@@ -29,6 +29,7 @@ const KvPolicyOption kKiviGroup({
 class KiviPolicy : public Policy {
  public:
   bool quantizes() const override { return true; }
+  bool evicts() const override { return false; }
   explicit KiviPolicy(const KvConfig& config) : bits_(config.bits) {}
 
   bool wants_scores() const override { return false; }

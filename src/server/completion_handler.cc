@@ -7,6 +7,7 @@
 #include <random>
 #include <variant>
 
+#include "policy/registry.h"
 #include "server/generation.h"
 #include "server/kv_reservation.h"
 #include "server/request_log.h"
@@ -27,6 +28,8 @@ constexpr int64_t kBudgetDefaultNewTokens = 128;
 struct PreparedRequest {
   GenerationParams params;
   std::vector<int32_t> prompt;
+  // What score hooks reconstruct (engine/score_hooks.h): the same rule as `qevict run`'s.
+  std::shared_ptr<const ScoreContext> score_context;
   int64_t max_tokens = 0;
   int64_t budget_new_tokens = 0;  // new tokens the budget fraction counts (<= max_tokens)
 };
@@ -48,6 +51,8 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
       }
       out.params = std::move(chat.params);
       out.prompt = ctx.model->EncodeChat(chat.messages, /*add_generation_prompt=*/true);
+      out.score_context = MakeScoreContext(*ctx.model->tokenizer, out.params.kv,
+                                           ChatContextText(chat.messages));
     } else {
       auto parsed = ParseCompletionRequest(body, ctx.defaults);
       if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
@@ -55,6 +60,10 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
       out.params = std::move(completion.params);
       out.prompt = completion.prompt_text ? ctx.model->EncodeRaw(*completion.prompt_text)
                                           : std::move(completion.prompt_tokens);
+      out.score_context =
+          completion.prompt_text
+              ? MakeScoreContext(*ctx.model->tokenizer, out.params.kv, *completion.prompt_text)
+              : MakeScoreContext(*ctx.model->tokenizer, out.params.kv, out.prompt);
     }
   } catch (const Error& e) {  // the chat template refuses these messages
     return InvalidRequest(e.what(), endpoint == Endpoint::kChat ? "messages" : "prompt");
@@ -62,6 +71,17 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
   if (out.prompt.empty()) {
     return InvalidRequest("the prompt encodes to no tokens: send a non-empty prompt", "prompt",
                           "empty_prompt");
+  }
+  // A policy that routes on reconstruction scores needs text to reconstruct (a request of only
+  // special tokens, or only a system message, has none): refused, never run without them.
+  const KvConfig& kv = out.params.kv;
+  if (out.score_context->context.empty() && kv.policy != "full" &&
+      kv.score_source == ScoreSource::kReconstruction && MakePolicy(kv)->wants_external_scores()) {
+    return InvalidRequest("kv policy '" + kv.policy +
+                              "' routes on reconstruction scores, and this prompt has no user "
+                              "text to reconstruct: send one, or set kv.score_source to "
+                              "\"expected-attention\" or \"key-norm\"",
+                          endpoint == Endpoint::kChat ? "messages" : "prompt");
   }
   const int64_t context = ctx.defaults.context_tokens;
   const int64_t prompt = static_cast<int64_t>(out.prompt.size());
@@ -96,6 +116,7 @@ GenerationJob MakeJob(const ServerContext& ctx, PreparedRequest& request) {
   GenerationJob job;
   job.n_ctx = ctx.defaults.context_tokens;
   job.prompt = std::move(request.prompt);
+  job.score_context = std::move(request.score_context);
   job.max_tokens = request.max_tokens;
   job.budget_new_tokens = request.budget_new_tokens;
   job.sampling.temperature = request.params.temperature;

@@ -40,10 +40,14 @@ GenerationRun::GenerationRun(const LoadedModel& model, SlotLease lease, Generati
               return CreateKvCache(config, g, rope);
             });
       }
+      // A kept conversation continues its run (its first prompt end, the only one that routes on
+      // external scores, is behind it) unless the prompt does not extend it: then a new run
+      // starts and takes this request's context.
+      conversation_->session().set_score_context(job_.score_context);
       const TurnStart start = conversation_->Prefill(job_.prompt, job_.budget_new_tokens);
       logits_ = start.logits;
       reused_tokens_ = start.reused_tokens;
-      final_stats_ = conversation_->session().cache().Stats();
+      final_stats_ = conversation_->session().kv_stats();
     });
     metrics_.SlotProgress(lease_.slot(), 0, final_stats_);
   } catch (...) {
@@ -81,7 +85,7 @@ GenerationOutcome GenerationRun::Generate(const ChunkCallback& on_chunk) {
   const double seconds_before = session.timings().generate_seconds;
   lease_.Run([&] {
     out.result = conversation_->Generate(*model_.tokenizer, logits_, go);
-    out.kv = session.cache().Stats();
+    out.kv = session.kv_stats();
     out.timings = session.timings();
   });
   generated_ = static_cast<int64_t>(out.result.tokens.size());

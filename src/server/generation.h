@@ -31,6 +31,9 @@ using ChunkCallback =
 
 struct GenerationJob {
   std::vector<int32_t> prompt;
+  // What the cache's score hooks reconstruct when it asks (engine/score_hooks.h; qevict-zip,
+  // kvzip): the request's text as `qevict run` would take it. Used only by a new run.
+  std::shared_ptr<const ScoreContext> score_context;
   int64_t max_tokens = 16;
   int64_t budget_new_tokens = 16;  // new tokens the budget fraction counts (<= max_tokens)
   SamplerOptions sampling;

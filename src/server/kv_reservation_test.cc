@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "kv/kv_test_util.h"
+#include "kv/tiered_cache.h"
 #include "policy/registry.h"
 
 namespace qevict::server {
@@ -85,6 +88,61 @@ TEST(KvReservationTest, UpperBoundsRealCachesOfEveryPolicy) {
         ExpectPeakWithinReservation(policy, budget, -1, shape);
       }
       ExpectPeakWithinReservation(policy, 1.0, 20000, shape);
+    }
+  }
+}
+
+// The reservation is the tiered cache's own ledger sizing its worst case
+// (TieredCache::WorstReservedBytes): for a run that keeps every token in fp16 its ledger part is
+// what the cache really holds at its peak, to the byte but the next token's position; for kivi at
+// a budget it cannot meet (every window kept, quantized) it is within a tenth of the real peak.
+TEST(KvReservationTest, IsWhatARealTieredCacheHoldsAtItsPeak) {
+  ThreadPool pool(1);
+  struct Case {
+    std::string policy;
+    double budget;
+    Shape shape;
+  };
+  // kivi: a short prompt and a long generation, so that its steady state (every window kept
+  // quantized) is the peak rather than the prompt read in fp16.
+  for (const Case& c : {Case{"qevict", 1.0, {300, 60, 0}}, Case{"snapkv", 1.0, {300, 60, 0}},
+                        Case{"h2o", 1.0, {300, 60, 64}}, Case{"kivi", 0.02, {64, 700, 0}},
+                        Case{"kivi", 0.05, {64, 700, 0}}}) {
+    const Shape& shape = c.shape;
+    const int run = shape.prompt + shape.generate;
+    const KvGeometry geo = qevict::testing::SmallGeometry(3, 4, 2, 32, run);
+    const Rope rope(qevict::testing::TestRopeConfig(32), run);
+    SCOPED_TRACE(c.policy + " budget " + std::to_string(c.budget));
+    KvConfig config;
+    config.policy = c.policy;
+    config.budget = c.budget;
+    config.prefill_chunk = shape.chunk;
+    const KvConfig layout = PolicyLayout(config);
+    auto cache = CreateKvCache(config, geo, rope);
+    qevict::testing::SyntheticModel model(geo, static_cast<uint32_t>(run), 1.5f);
+    cache->BeginRun(shape.prompt, shape.generate);
+    qevict::testing::RunPromptAndGenerate(*cache, model, shape.prompt, shape.chunk,
+                                          shape.generate, pool);
+    const KvStats stats = cache->Stats();
+    const std::unique_ptr<Policy> policy = MakePolicy(layout);
+    const std::optional<int64_t> budget = layout.GlobalBudgetBytes(run, geo);
+    const int64_t reserved = KvReservationBytes(config, geo, shape.prompt, shape.generate);
+    EXPECT_EQ(reserved, TieredCache::WorstReservedBytes(layout, geo, *policy, shape.prompt, run,
+                                                        budget));
+    EXPECT_LE(stats.peak_reserved_bytes, reserved);
+    // The ledger's part: the reservation less what the pools may map beyond it.
+    const int64_t ledger =
+        reserved - TieredCache::MappedSlackBytes(layout, geo, budget.value_or(0),
+                                                 policy->quantizes()) -
+        (policy->wants_observation() && budget ? TieredCache::ObservationBytesFor(layout, geo)
+                                               : 0);
+    EXPECT_GE(ledger, stats.peak_bytes);
+    if (!budget) {
+      EXPECT_LE(ledger, stats.peak_bytes + 4);  // + the next token's position
+    } else {
+      EXPECT_TRUE(stats.infeasible);  // kivi keeps every window, quantized
+      // Within a tenth of the real peak (the floor's few windows are counted in both tiers).
+      EXPECT_LE(ledger, stats.peak_bytes + stats.peak_bytes / 10);
     }
   }
 }

@@ -339,6 +339,37 @@ def test_kv_policies(srv, args):
         assert got["resident_bytes"] < got["full_fp16_bytes"], (kv, got)
 
 
+def test_reconstruction_policies_score_and_match_run(srv, args):
+    """qevict-zip and kvzip (score source: reconstruction) get their reconstruction scores on
+    the server as in `qevict run`: the response's kv stats say the pass ran (tokens forwarded),
+    the first routing step evicted, and the greedy text equals `run`'s on the same prompt, policy
+    and budget. A prompt with no user text to reconstruct is refused with a 400."""
+    prompt = parcel_document(offset=5, chars=1500) + "\nThe parcel marked 664 is on shelf"
+    max_tokens = 12
+    for policy in ("qevict-zip", "kvzip"):
+        kv = {"policy": policy, "budget": 0.2}
+        status, body = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": max_tokens,
+                                                    "temperature": 0, "kv": kv})
+        assert status == 200, body
+        got = body["kv"]
+        assert got["policy"] == policy, got
+        assert got.get("external_score_tokens", 0) > body["usage"]["prompt_tokens"], got
+        assert got["external_score_s"] > 0, got
+        assert got["evictions"] > 0, got
+        # The server's slots compute on one thread each (-t 2 over 2 slots): so does `run`.
+        run = subprocess.run(
+            [args.binary, "run", "-m", args.model, "-p", prompt, "-n", str(max_tokens),
+             "--temp", "0", "-t", "1", "--kv-policy", policy, "--kv-budget", "0.2"],
+            capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert "reconstruction scoring: " in run.stderr, run.stderr[-2000:]
+        assert run.stdout == body["choices"][0]["text"] + "\n", (policy, run.stdout, body)
+    status, body = srv.post("/v1/chat/completions", {
+        "messages": [{"role": "system", "content": "You answer briefly."}], "max_tokens": 4,
+        "kv": {"policy": "kvzip", "budget": 0.2}})
+    assert status == 400 and "reconstruct" in body["error"]["message"], (status, body)
+
+
 def test_port_in_use_is_a_clean_error(srv, args):
     out = subprocess.run([args.binary, "serve", "-m", args.model, "--port", str(srv.port)],
                          capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -1198,7 +1229,8 @@ GROUPS = {
             [test_admission_control, test_api_key]),
     # Per-request KV policies and what the process keeps: the policy sweep, routed requests one
     # after another, concurrent streaming load.
-    "kv": ([test_kv_policies, test_routed_requests_do_not_grow_rss,
+    "kv": ([test_kv_policies, test_reconstruction_policies_score_and_match_run,
+            test_routed_requests_do_not_grow_rss,
             test_load_8_streaming_clients], []),
     # `make test-long` only (CTest label `long`): the soak, many rounds of mixed load.
     "soak": ([test_soak_streaming_clients_and_sessions], []),
