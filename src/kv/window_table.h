@@ -6,8 +6,9 @@
 //
 // Invariants (CheckInvariants): the records of a layer are in increasing index order; a window
 // that holds any of the last R tokens (the recent region, never routed) is fp16; the resident
-// records plus the evicted count make every window created so far; every layer stored the same
-// tokens at the same positions (after a batch), strictly increasing.
+// records plus the evicted count make every window created so far; positions strictly increase;
+// no layer has stored more tokens than the one before it (a batch goes through layer 0 first;
+// between batches all are equal).
 #pragma once
 
 #include <cstdint>

@@ -122,7 +122,7 @@ TEST(WindowTableTest, BrokenInvariantsAreNamed) {
                 "out of order");
   expect_broken([](WindowTable& t) { t.layer(0).windows.erase(t.layer(0).windows.begin()); },
                 "resident + evicted");
-  expect_broken([](WindowTable& t) { t.layer(1).count -= 1; }, "different number of tokens");
+  expect_broken([](WindowTable& t) { t.layer(0).count -= 1; }, "more tokens than the layer before");
   expect_broken([](WindowTable& t) { t.layer(0).windows[0].mass_sum = -1.0f; }, "score");
   expect_broken([](WindowTable& t) { t.mutable_positions()[5] = 2; }, "positions");
 }
