@@ -14,7 +14,9 @@ Usage: readme_examples_test.py build/qevict   (exit 77, skipped, without the ref
 """
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,6 +55,9 @@ def main():
         return 77
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         blocks = [b for b in code_blocks(f.read()) if MODEL in b]
+    # The examples' /tmp files go to a directory of this run: a file left by an earlier run (or by
+    # an older binary, whose prompt cache this one would rightly refuse) cannot change the result.
+    scratch = tempfile.mkdtemp(prefix="qevict-readme-")
     ran = 0
     for block in blocks:
         for line in block.replace("\\\n", " ").splitlines():  # continuation lines joined
@@ -63,7 +68,7 @@ def main():
             if command and command.group(1) in NOT_RUN:
                 print("not run (%s): %s" % (NOT_RUN[command.group(1)], line[:100]))
                 continue
-            shell = line.replace("build/qevict", binary)
+            shell = line.replace("build/qevict", binary).replace("/tmp/", scratch + "/")
             out = subprocess.run(["bash", "-c", shell], cwd=ROOT, capture_output=True,
                                  text=True, timeout=300)
             ran += 1
@@ -83,12 +88,13 @@ def main():
                                                                  out.stderr[-1500:]))
             if command and command.group(1) == "chat" and "\n---\n" not in out.stdout:
                 fail("%s\n  chat's answer is not ended by a line '---': %r" % (line, out.stdout))
-            if "--prompt-cache-ro" in line and "read from '/tmp/harbor.qpc'" not in out.stderr:
+            if "--prompt-cache-ro" in line and "read from '%s/harbor.qpc'" % scratch not in out.stderr:
                 fail("%s\n  the prompt cache was not read:\n%s" % (line, out.stderr[-1500:]))
             print("ok: %s" % line[:110])
     if ran < 6:
         fail("only %d README commands ran (the examples moved?)" % ran)
     print("%d ran, %d failed" % (ran, len(FAILED)))
+    shutil.rmtree(scratch, ignore_errors=True)
     return 1 if FAILED else 0
 
 
