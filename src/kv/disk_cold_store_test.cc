@@ -113,7 +113,19 @@ TEST(DiskColdStore, MissingOrUnwritableDirectoryIsAnErrorNamingIt) {
   const std::string missing = ErrorOf([] { DiskColdStore("/nonexistent/qevict-dir", kBlock); });
   EXPECT_NE(missing.find("/nonexistent/qevict-dir"), std::string::npos) << missing;
   EXPECT_NE(missing.find("writable directory"), std::string::npos) << missing;
-  if (geteuid() != 0) {  // root writes anywhere
+  // A path that is a file, not a directory.
+  char file[] = "/tmp/qevict-not-a-dir-XXXXXX";
+  const int fd = mkstemp(file);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string not_dir = ErrorOf([&] { DiskColdStore(file, kBlock); });
+  unlink(file);
+  EXPECT_NE(not_dir.find(file), std::string::npos) << not_dir;
+  EXPECT_NE(not_dir.find("Not a directory"), std::string::npos) << not_dir;
+  // A directory nobody may create files in: sysfs refuses even root.
+  const std::string sys = ErrorOf([] { DiskColdStore("/sys", kBlock); });
+  EXPECT_NE(sys.find("cannot create a file in '/sys'"), std::string::npos) << sys;
+  if (geteuid() != 0) {  // a directory without write permission (root writes there anyway)
     char tmpl[] = "/tmp/qevict-ro-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     chmod(tmpl, 0500);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -70,13 +71,19 @@ TEST(WindowDigest, QuestBoundIsAnUpperBoundOfEveryKeysLogit) {
   int checked = 0;
   for (const DigestGeometry& g : geometries) {
     for (int trial = 0; trial < 300; ++trial) {
-      // Keys of mixed scales (RoPE'd keys have a few large channels), some exactly equal, some
-      // values that fp16 cannot hold exactly (the outward rounding is what keeps the bound).
+      // Keys of mixed scales (RoPE'd keys have a few large channels), in fp32 values that fp16
+      // cannot hold exactly. Every other trial's windows repeat one key: min = max = that key,
+      // no slack left, and only the outward rounding of min and max keeps the bound a bound.
       const float scale = trial % 3 == 0 ? 0.01f : (trial % 3 == 1 ? 1.f : 30.f);
       auto keys = Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim,
                          scale);
-      if (trial % 5 == 0) {
-        for (int c = 0; c < g.head_dim; ++c) keys[c] = keys[g.head_dim + c];
+      if (trial % 2 == 0) {
+        for (int h = 0; h < g.n_kv_heads; ++h) {
+          float* head = keys.data() + static_cast<int64_t>(h) * g.window_tokens * g.head_dim;
+          for (int t = 1; t < g.window_tokens; ++t) {
+            std::copy(head, head + g.head_dim, head + static_cast<int64_t>(t) * g.head_dim);
+          }
+        }
       }
       std::vector<uint16_t> half(keys.size());
       for (size_t i = 0; i < keys.size(); ++i) half[i] = Fp32ToFp16(keys[i]);
