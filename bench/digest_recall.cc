@@ -16,8 +16,9 @@
 //
 //   digest_recall MODEL.gguf TEXT... [--tokens N] [--queries Q] [--window W] [--sinks S]
 //
-// Models with sliding-window layers (Gemma 3) are refused: their global layers sit behind an
-// InterleavedCache, which this bench does not build yet.
+// With sliding-window layers (Gemma 3), the model runs as in a session (rings for the sliding
+// layers beside the FullCache of the global layers) and only the global layers are scored: the
+// sliding layers keep their ring whatever the policy and never have cold windows.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,8 @@
 
 #include "engine/loaded_model.h"
 #include "kv/full_cache.h"
+#include "kv/interleaved_cache.h"
+#include "kv/sliding_window_cache.h"
 #include "kv/window_digest.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -37,36 +40,59 @@
 namespace qevict {
 namespace {
 
-// A FullCache that remembers the queries of the last Attend call of every layer.
+// A model's cache that remembers the queries of the last Attend call of every model layer.
 class QueryCapture final : public KvCache {
  public:
-  QueryCapture(FullCache& base, int n_layers) : base_(base), queries_(n_layers) {}
+  QueryCapture(KvCache& base, int n_layers, int n_heads, int head_dim)
+      : base_(base), queries_(n_layers), row_(static_cast<int64_t>(n_heads) * head_dim) {}
   void BeginRun(int64_t p, int64_t g) override { base_.BeginRun(p, g); }
   void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) override {
     base_.Store(layer, n, pos, k, v);
   }
   void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
               ThreadPool& pool) override {
-    const auto& g = base_.geometry();
-    queries_[layer].assign(q, q + static_cast<int64_t>(n) * g.n_heads * g.head_dim);
+    queries_[layer].assign(q, q + n * row_);
     base_.Attend(layer, n, pos, q, out, pool);
   }
   void EndBatch(BatchKind kind, ThreadPool& pool) override { base_.EndBatch(kind, pool); }
   KvStats Stats() const override { return base_.Stats(); }
   const KvGeometry& geometry() const override { return base_.geometry(); }
   int64_t n_tokens() const override { return base_.n_tokens(); }
+  void DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,
+                  std::vector<int32_t>* positions) const override {
+    base_.DenseLayer(layer, keys, values, positions);
+  }
   const std::vector<float>& queries(int layer) const { return queries_[layer]; }
 
  private:
-  FullCache& base_;
-  std::vector<std::vector<float>> queries_;  // [layer][n][n_heads][head_dim]
+  KvCache& base_;
+  std::vector<std::vector<float>> queries_;  // [model layer][n][n_heads][head_dim]
+  int64_t row_;
 };
+
+// The cache a session would build for the `full` policy (engine/session.cc): a FullCache, or
+// with sliding-window layers rings for those beside a FullCache of the global layers.
+std::unique_ptr<KvCache> MakeFullSessionCache(const TransformerModel& model, int64_t n_ctx,
+                                              const RopeTables& ropes) {
+  const KvGeometry geometry = model.kv_geometry(n_ctx);
+  auto global = std::make_unique<FullCache>(geometry, *ropes.global);
+  if (geometry.ring_layers == 0) return global;
+  KvGeometry ring_geometry = geometry;
+  ring_geometry.n_layers = geometry.ring_layers;
+  ring_geometry.ring_layers = 0;
+  ring_geometry.ring_window = 0;
+  auto rings = std::make_unique<SlidingWindowCache>(
+      ring_geometry, static_cast<int>(geometry.ring_window), ropes.sliding());
+  return std::make_unique<InterleavedCache>(model.config().sliding, std::move(global),
+                                            std::move(rings), geometry);
+}
 
 std::vector<int> TopK(const std::vector<double>& score, int k) {
   std::vector<int> idx(score.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                    [&](int a, int b) { return score[a] > score[b] || (score[a] == score[b] && a < b); });
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
+    return score[a] > score[b] || (score[a] == score[b] && a < b);
+  });
   idx.resize(k);
   return idx;
 }
@@ -102,17 +128,25 @@ int Main(int argc, char** argv) {
       if (i + 1 >= argc) throw Error(a + " needs a value");
       return std::stoll(argv[++i]);
     };
-    if (a == "--tokens") max_tokens = value();
-    else if (a == "--queries") n_queries = static_cast<int>(value());
-    else if (a == "--window") window = static_cast<int>(value());
-    else if (a == "--sinks") sinks = static_cast<int>(value());
-    else if (a.rfind("--", 0) == 0) throw Error("unknown option " + a);
-    else if (model_path.empty()) model_path = a;
-    else texts.push_back(a);
+    if (a == "--tokens")
+      max_tokens = value();
+    else if (a == "--queries")
+      n_queries = static_cast<int>(value());
+    else if (a == "--window")
+      window = static_cast<int>(value());
+    else if (a == "--sinks")
+      sinks = static_cast<int>(value());
+    else if (a.rfind("--", 0) == 0)
+      throw Error("unknown option " + a);
+    else if (model_path.empty())
+      model_path = a;
+    else
+      texts.push_back(a);
   }
   if (model_path.empty() || texts.empty()) {
-    throw Error("usage: digest_recall MODEL.gguf TEXT... [--tokens N] [--queries Q] "
-                "[--window W] [--sinks S]");
+    throw Error(
+        "usage: digest_recall MODEL.gguf TEXT... [--tokens N] [--queries Q] "
+        "[--window W] [--sinks S]");
   }
   std::string text;
   for (const auto& path : texts) {
@@ -124,16 +158,13 @@ int Main(int argc, char** argv) {
   }
   LoadedModel m = LoadedModel::Load(model_path);
   const ModelConfig& cfg = m.model->config();
-  if (cfg.n_sliding_layers() > 0) {
-    throw Error(model_path + " has sliding-window layers; this bench reads global-only models");
-  }
   std::vector<int32_t> tokens = m.EncodeRaw(text);
   if (static_cast<int64_t>(tokens.size()) > max_tokens) tokens.resize(max_tokens);
   const int T = static_cast<int>(tokens.size());
   const KvGeometry geo = m.model->kv_geometry(T);
   const RopeTables ropes = m.model->MakeRopes(T);
-  FullCache full(geo, *ropes.global);
-  QueryCapture cache(full, geo.n_layers);
+  std::unique_ptr<KvCache> session_cache = MakeFullSessionCache(*m.model, T, ropes);
+  QueryCapture cache(*session_cache, cfg.n_layers, geo.n_heads, geo.head_dim);
   ThreadPool pool(2);
   const int chunk = 256;
   ForwardScratch scratch(cfg, chunk);
@@ -162,8 +193,12 @@ int Main(int argc, char** argv) {
 
   std::vector<float> keys, values;
   std::vector<int32_t> kpos;
-  for (int layer = 0; layer < geo.n_layers; ++layer) {
-    full.DenseLayer(layer, &keys, &values, &kpos);  // [T][n_kv][d]
+  for (int layer = 0; layer < cfg.n_layers; ++layer) {
+    if (cfg.is_sliding(layer)) continue;
+    cache.DenseLayer(layer, &keys, &values, &kpos);  // [T][n_kv][d]
+    if (static_cast<int>(kpos.size()) != T)
+      throw Error("layer " + std::to_string(layer) + " holds " + std::to_string(kpos.size()) +
+                  " tokens, not all " + std::to_string(T));
     const std::vector<float>& q = cache.queries(layer);
     // Window keys in the block layout [n_kv][W][d].
     std::vector<std::vector<WindowDigest>> digests(3);
@@ -171,11 +206,13 @@ int Main(int argc, char** argv) {
     for (int w = 0; w < n_windows; ++w) {
       for (int h = 0; h < n_kv; ++h) {
         for (int t = 0; t < window; ++t) {
-          const float* src = keys.data() + ((static_cast<int64_t>(sinks) + w * window + t) * n_kv + h) * d;
+          const float* src =
+              keys.data() + ((static_cast<int64_t>(sinks) + w * window + t) * n_kv + h) * d;
           std::copy(src, src + d, wk.data() + (static_cast<int64_t>(h) * window + t) * d);
         }
       }
-      for (int k = 0; k < 3; ++k) digests[k].push_back(WindowDigest::Build(kinds[k], dg, wk.data()));
+      for (int k = 0; k < 3; ++k)
+        digests[k].push_back(WindowDigest::Build(kinds[k], dg, wk.data()));
     }
     // Layer ranking: per window, the max share over (query, head).
     std::vector<double> layer_true(n_windows, 0.0);
@@ -235,19 +272,24 @@ int Main(int argc, char** argv) {
       }
     }
     for (int k = 0; k < 3; ++k) {
-      for (int ki = 0; ki < 2; ++ki) totals[k].sum[2][ki] += Recall(layer_true, layer_est[k], ks[ki]);
+      for (int ki = 0; ki < 2; ++ki)
+        totals[k].sum[2][ki] += Recall(layer_true, layer_est[k], ks[ki]);
       ++totals[k].n[2];
     }
   }
 
-  std::printf("model %s: %d layers, %d query heads, %d KV heads, head_dim %d\n",
-              model_path.c_str(), geo.n_layers, n_heads, n_kv, d);
-  std::printf("%d tokens, %d captured queries, %d windows of %d after %d sinks; k = %d (5%%), "
-              "%d (10%%); a random ranking recalls k / windows on average (%.3f, %.3f)\n\n",
-              T, n_queries, n_windows, window, sinks, ks[0], ks[1],
-              static_cast<double>(ks[0]) / n_windows, static_cast<double>(ks[1]) / n_windows);
-  std::printf("| digest | bytes/window | share of fp16 window | head max @5%% | head max @10%% | "
-              "head mass @5%% | head mass @10%% | layer mass @5%% | layer mass @10%% |\n");
+  std::printf(
+      "model %s: %d global layers scored (of %d), %d query heads, %d KV heads, "
+      "head_dim %d\n",
+      model_path.c_str(), geo.n_layers, cfg.n_layers, n_heads, n_kv, d);
+  std::printf(
+      "%d tokens, %d captured queries, %d windows of %d after %d sinks; k = %d (5%%), "
+      "%d (10%%); a random ranking recalls k / windows on average (%.3f, %.3f)\n\n",
+      T, n_queries, n_windows, window, sinks, ks[0], ks[1], static_cast<double>(ks[0]) / n_windows,
+      static_cast<double>(ks[1]) / n_windows);
+  std::printf(
+      "| digest | bytes/window | share of fp16 window | head max @5%% | head max @10%% | "
+      "head mass @5%% | head mass @10%% | layer mass @5%% | layer mass @10%% |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (int k = 0; k < 3; ++k) {
     std::printf("| %s | %lld | %.2f %% |", DigestKindName(kinds[k]),

@@ -24,14 +24,11 @@ std::string DefaultDir(const std::string& dir) {
   return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
 }
 
-std::string Mib(int64_t bytes) {
-  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
-}
+std::string Mib(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
 }  // namespace
 
-DiskColdStore::DiskColdStore(const std::string& dir, int64_t block_bytes,
-                             int64_t disk_limit_bytes)
+DiskColdStore::DiskColdStore(const std::string& dir, int64_t block_bytes, int64_t disk_limit_bytes)
     : dir_(DefaultDir(dir)), block_bytes_(block_bytes), disk_limit_bytes_(disk_limit_bytes) {
   QEVICT_CHECK(block_bytes > 0);
   std::string pattern = dir_ + "/qevict-cold-XXXXXX";
@@ -139,8 +136,8 @@ void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) {
   const off_t base = static_cast<off_t>(slots[0]) * block_bytes_;
   int64_t done = 0;
   while (done < total) {
-    const ssize_t got = pread(fd_, dst + done, static_cast<size_t>(total - done),
-                              base + static_cast<off_t>(done));
+    const ssize_t got =
+        pread(fd_, dst + done, static_cast<size_t>(total - done), base + static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
     const int32_t slot = slots[done / block_bytes_];
     if (got < 0) {

@@ -41,8 +41,7 @@ TEST(Crc32c, KnownValues) {
   EXPECT_EQ(Crc32c("", 0), 0u);
   const std::string a = "The quick brown fox jumps over the lazy dog";
   // Extending a checksum equals checksumming the whole.
-  EXPECT_EQ(Crc32c(a.data() + 10, a.size() - 10, Crc32c(a.data(), 10)),
-            Crc32c(a.data(), a.size()));
+  EXPECT_EQ(Crc32c(a.data() + 10, a.size() - 10, Crc32c(a.data(), 10)), Crc32c(a.data(), a.size()));
   EXPECT_EQ(Crc32c(a.data(), a.size()), 0x22620404u);
 }
 
@@ -193,8 +192,7 @@ TEST(DiskColdStore, TruncatedFileIsAShortReadError) {
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
   EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
   const std::vector<int32_t> both = {0, 1};
-  EXPECT_NE(ErrorOf([&] { store.ReadBlocks(both, got.data()); }).find("slot 1"),
-            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { store.ReadBlocks(both, got.data()); }).find("slot 1"), std::string::npos);
 }
 
 TEST(DiskColdStore, CorruptedBlockIsAChecksumErrorNamingTheSlot) {
@@ -219,8 +217,7 @@ TEST(DiskColdStore, CorruptedBlockIsAChecksumErrorNamingTheSlot) {
   EXPECT_NE(msg.find("slot 2"), std::string::npos) << msg;
   EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
   const std::vector<int32_t> all = {0, 1, 2};
-  EXPECT_NE(ErrorOf([&] { store.ReadBlocks(all, got.data()); }).find("slot 2"),
-            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { store.ReadBlocks(all, got.data()); }).find("slot 2"), std::string::npos);
 }
 
 }  // namespace

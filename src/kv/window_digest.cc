@@ -47,9 +47,12 @@ void CheckGeometry(const DigestGeometry& g) {
 
 const char* DigestKindName(DigestKind kind) {
   switch (kind) {
-    case DigestKind::kQuestBound: return "quest-minmax";
-    case DigestKind::kSignSketch: return "sign-sketch";
-    case DigestKind::kMeanKey: return "mean-key";
+    case DigestKind::kQuestBound:
+      return "quest-minmax";
+    case DigestKind::kSignSketch:
+      return "sign-sketch";
+    case DigestKind::kMeanKey:
+      return "mean-key";
   }
   return "?";
 }
@@ -57,9 +60,12 @@ const char* DigestKindName(DigestKind kind) {
 int64_t DigestBytes(DigestKind kind, const DigestGeometry& g) {
   const int64_t n = g.n_kv_heads, d = g.head_dim, w = g.window_tokens;
   switch (kind) {
-    case DigestKind::kQuestBound: return 2 * n * d * 2;      // min and max per channel, fp16
-    case DigestKind::kSignSketch: return n * w * (d / 8 + 2);  // signs + fp16 scale per key
-    case DigestKind::kMeanKey: return n * d * 2;             // mean per channel, fp16
+    case DigestKind::kQuestBound:
+      return 2 * n * d * 2;  // min and max per channel, fp16
+    case DigestKind::kSignSketch:
+      return n * w * (d / 8 + 2);  // signs + fp16 scale per key
+    case DigestKind::kMeanKey:
+      return n * d * 2;  // mean per channel, fp16
   }
   return 0;
 }
@@ -181,7 +187,8 @@ float WindowDigest::Estimate(int kv_head, const float* q) const {
 void WindowDigest::EstimateHeads(int n_heads, const float* q, float* out) const {
   QEVICT_CHECK(n_heads > 0 && n_heads % g_.n_kv_heads == 0);
   const int group = n_heads / g_.n_kv_heads;
-  for (int h = 0; h < n_heads; ++h) out[h] = Estimate(h / group, q + static_cast<int64_t>(h) * g_.head_dim);
+  for (int h = 0; h < n_heads; ++h)
+    out[h] = Estimate(h / group, q + static_cast<int64_t>(h) * g_.head_dim);
 }
 
 void WindowDigest::Write(ByteWriter& out) const {

@@ -58,8 +58,7 @@ class WindowDigest {
   // The digest of one window's keys after RoPE, [n_kv_heads][W][head_dim] (the layout of a
   // window's key half in its fp16 block), fp32 or fp16.
   static WindowDigest Build(DigestKind kind, const DigestGeometry& g, const float* keys);
-  static WindowDigest BuildFromFp16(DigestKind kind, const DigestGeometry& g,
-                                    const uint16_t* keys);
+  static WindowDigest BuildFromFp16(DigestKind kind, const DigestGeometry& g, const uint16_t* keys);
 
   DigestKind kind() const { return kind_; }
   // The bound (kQuestBound) or estimate of max over the window's keys k of kv_head of q . k,

@@ -21,7 +21,8 @@ double TrueMax(const DigestGeometry& g, const std::vector<float>& keys, int kv_h
                const float* q) {
   double best = -1e300;
   for (int t = 0; t < g.window_tokens; ++t) {
-    const float* k = keys.data() + (static_cast<int64_t>(kv_head) * g.window_tokens + t) * g.head_dim;
+    const float* k =
+        keys.data() + (static_cast<int64_t>(kv_head) * g.window_tokens + t) * g.head_dim;
     double s = 0;
     for (int c = 0; c < g.head_dim; ++c) s += static_cast<double>(q[c]) * k[c];
     best = std::max(best, s);
@@ -75,8 +76,8 @@ TEST(WindowDigest, QuestBoundIsAnUpperBoundOfEveryKeysLogit) {
       // cannot hold exactly. Every other trial's windows repeat one key: min = max = that key,
       // no slack left, and only the outward rounding of min and max keeps the bound a bound.
       const float scale = trial % 3 == 0 ? 0.01f : (trial % 3 == 1 ? 1.f : 30.f);
-      auto keys = Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim,
-                         scale);
+      auto keys =
+          Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim, scale);
       if (trial % 2 == 0) {
         for (int h = 0; h < g.n_kv_heads; ++h) {
           float* head = keys.data() + static_cast<int64_t>(h) * g.window_tokens * g.head_dim;
@@ -93,8 +94,7 @@ TEST(WindowDigest, QuestBoundIsAnUpperBoundOfEveryKeysLogit) {
       const auto from16 = WindowDigest::BuildFromFp16(DigestKind::kQuestBound, g, half.data());
       for (int h = 0; h < g.n_kv_heads; ++h) {
         const auto q = Normal(rng, g.head_dim, trial % 2 == 0 ? 1.f : 0.125f);
-        EXPECT_GE(static_cast<double>(from32.Estimate(h, q.data())),
-                  TrueMax(g, keys, h, q.data()));
+        EXPECT_GE(static_cast<double>(from32.Estimate(h, q.data())), TrueMax(g, keys, h, q.data()));
         EXPECT_GE(static_cast<double>(from16.Estimate(h, q.data())),
                   TrueMax(g, half_as_float, h, q.data()));
         ++checked;
@@ -123,8 +123,8 @@ TEST(WindowDigest, TheWindowHoldingTheMaximumKeyRanksFirst) {
     for (DigestKind kind : kKinds) {
       std::vector<WindowDigest> digests;
       for (int w = 0; w < n_windows; ++w) {
-        auto keys = Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim,
-                           0.1f);
+        auto keys =
+            Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim, 0.1f);
         if (w == planted) {
           float* k = keys.data() + (kv_head * g.window_tokens + planted_token) * g.head_dim;
           for (int c = 0; c < g.head_dim; ++c) k[c] = static_cast<float>(8.0 * qh[c] / q_norm);
@@ -151,8 +151,8 @@ TEST(WindowDigest, EstimatesOfTheSketchAndMeanKeyAreWhatTheyState) {
   // One KV head, two tokens, 8 channels: the sketch's estimate is the max over keys of
   // mean|k| * sum_c q_c sign(k_c); the mean key's is q . mean.
   const DigestGeometry g{1, 8, 2};
-  const std::vector<float> keys = {1, -2, 3, -4, 0.5f, -0.5f, 2, 1,  // mean |k| 1.75
-                                   -1, -1, -1, -1, -1, -1, -1, -1};  // mean |k| 1
+  const std::vector<float> keys = {1,  -2, 3,  -4, 0.5f, -0.5f, 2,  1,    // mean |k| 1.75
+                                   -1, -1, -1, -1, -1,   -1,    -1, -1};  // mean |k| 1
   const std::vector<float> q = {1, 1, 1, 1, 1, 1, 1, 1};
   const auto sketch = WindowDigest::Build(DigestKind::kSignSketch, g, keys.data());
   // Token 0: signs + - + - + - + + -> sum q_c sign = 2, times 1.75 = 3.5; token 1: -8.
@@ -178,8 +178,8 @@ TEST(WindowDigest, DigestsRoundTripAndBadRecordsAreErrors) {
     ByteReader in(out.bytes(), "digest");
     const auto back = WindowDigest::Read(in, g);
     EXPECT_EQ(back.kind(), kind);
-    EXPECT_TRUE(std::equal(back.bytes().begin(), back.bytes().end(), d.bytes().begin(),
-                           d.bytes().end()));
+    EXPECT_TRUE(
+        std::equal(back.bytes().begin(), back.bytes().end(), d.bytes().begin(), d.bytes().end()));
     for (int h = 0; h < 3; ++h) EXPECT_EQ(back.Estimate(h, q.data()), d.Estimate(h, q.data()));
     // Read for another geometry, or cut short: errors, never a digest of the wrong size.
     ByteReader other(out.bytes(), "digest");
