@@ -74,15 +74,13 @@ int64_t WindowFp16Bytes(const DigestGeometry& g) {
   return int64_t{2} * g.n_kv_heads * g.window_tokens * g.head_dim * 2;
 }
 
+namespace {
+
 template <class Key>
-WindowDigest WindowDigest::BuildImpl(DigestKind kind, const DigestGeometry& g, const Key* keys) {
+void BuildDigest(DigestKind kind, const DigestGeometry& g, const Key* keys, uint8_t* out) {
   CheckGeometry(g);
-  WindowDigest dg;
-  dg.kind_ = kind;
-  dg.g_ = g;
-  dg.bytes_.assign(static_cast<size_t>(DigestBytes(kind, g)), 0);
+  std::memset(out, 0, static_cast<size_t>(DigestBytes(kind, g)));
   const int d = g.head_dim, w = g.window_tokens;
-  uint8_t* out = dg.bytes_.data();
   for (int h = 0; h < g.n_kv_heads; ++h) {
     const Key* head = keys + static_cast<int64_t>(h) * w * d;
     switch (kind) {
@@ -126,23 +124,48 @@ WindowDigest WindowDigest::BuildImpl(DigestKind kind, const DigestGeometry& g, c
       }
     }
   }
-  return dg;
+}
+
+}  // namespace
+
+void WindowDigest::BuildInto(DigestKind kind, const DigestGeometry& g, const float* keys,
+                             uint8_t* out) {
+  BuildDigest(kind, g, keys, out);
+}
+
+void WindowDigest::BuildIntoFromFp16(DigestKind kind, const DigestGeometry& g, const uint16_t* keys,
+                                     uint8_t* out) {
+  BuildDigest(kind, g, keys, out);
 }
 
 WindowDigest WindowDigest::Build(DigestKind kind, const DigestGeometry& g, const float* keys) {
-  return BuildImpl(kind, g, keys);
+  WindowDigest dg;
+  dg.kind_ = kind;
+  dg.g_ = g;
+  dg.bytes_.resize(static_cast<size_t>(DigestBytes(kind, g)));
+  BuildDigest(kind, g, keys, dg.bytes_.data());
+  return dg;
 }
 
 WindowDigest WindowDigest::BuildFromFp16(DigestKind kind, const DigestGeometry& g,
                                          const uint16_t* keys) {
-  return BuildImpl(kind, g, keys);
+  WindowDigest dg;
+  dg.kind_ = kind;
+  dg.g_ = g;
+  dg.bytes_.resize(static_cast<size_t>(DigestBytes(kind, g)));
+  BuildDigest(kind, g, keys, dg.bytes_.data());
+  return dg;
 }
 
 float WindowDigest::Estimate(int kv_head, const float* q) const {
-  QEVICT_CHECK(kv_head >= 0 && kv_head < g_.n_kv_heads);
-  const int d = g_.head_dim, w = g_.window_tokens;
-  const uint8_t* b = bytes_.data();
-  switch (kind_) {
+  return EstimateBytes(kind_, g_, bytes_.data(), kv_head, q);
+}
+
+float WindowDigest::EstimateBytes(DigestKind kind, const DigestGeometry& g, const uint8_t* b,
+                                  int kv_head, const float* q) {
+  QEVICT_CHECK(kv_head >= 0 && kv_head < g.n_kv_heads);
+  const int d = g.head_dim, w = g.window_tokens;
+  switch (kind) {
     case DigestKind::kQuestBound: {
       const uint8_t* mins = b + static_cast<int64_t>(kv_head) * 2 * d * 2;
       const uint8_t* maxs = mins + d * 2;

@@ -69,15 +69,21 @@ class WindowDigest {
   void EstimateHeads(int n_heads, const float* q, float* out) const;
 
   std::span<const uint8_t> bytes() const { return bytes_; }
+
+  // The same over raw bytes, for a cache that keeps every window's digest of a layer in one
+  // array (DigestBytes(kind, g) bytes each) rather than one object per window: BuildInto writes
+  // the digest that Build would hold, EstimateBytes reads it as Estimate does.
+  static void BuildInto(DigestKind kind, const DigestGeometry& g, const float* keys, uint8_t* out);
+  static void BuildIntoFromFp16(DigestKind kind, const DigestGeometry& g, const uint16_t* keys,
+                                uint8_t* out);
+  static float EstimateBytes(DigestKind kind, const DigestGeometry& g, const uint8_t* bytes,
+                             int kv_head, const float* q);
   // Written / read as the kind, the geometry and the bytes; Read checks the sizes (a digest of
   // another geometry or a cut record throws qevict::Error through the reader).
   void Write(ByteWriter& out) const;
   static WindowDigest Read(ByteReader& in, const DigestGeometry& g);
 
  private:
-  template <class Key>
-  static WindowDigest BuildImpl(DigestKind kind, const DigestGeometry& g, const Key* keys);
-
   DigestKind kind_ = DigestKind::kQuestBound;
   DigestGeometry g_;
   std::vector<uint8_t> bytes_;

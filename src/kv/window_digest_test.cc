@@ -181,6 +181,16 @@ TEST(WindowDigest, DigestsRoundTripAndBadRecordsAreErrors) {
     EXPECT_TRUE(
         std::equal(back.bytes().begin(), back.bytes().end(), d.bytes().begin(), d.bytes().end()));
     for (int h = 0; h < 3; ++h) EXPECT_EQ(back.Estimate(h, q.data()), d.Estimate(h, q.data()));
+    // The raw-bytes forms (a layer's digests in one array) write and read the same digest; the
+    // array is dirty first, so a byte BuildInto failed to write would show.
+    std::vector<uint8_t> raw(static_cast<size_t>(2 * DigestBytes(kind, g)), 0xA5);
+    WindowDigest::BuildInto(kind, g, keys.data(), raw.data() + DigestBytes(kind, g));
+    EXPECT_TRUE(std::equal(d.bytes().begin(), d.bytes().end(), raw.begin() + DigestBytes(kind, g)));
+    for (int h = 0; h < 3; ++h) {
+      EXPECT_EQ(
+          WindowDigest::EstimateBytes(kind, g, raw.data() + DigestBytes(kind, g), h, q.data()),
+          d.Estimate(h, q.data()));
+    }
     // Read for another geometry, or cut short: errors, never a digest of the wrong size.
     ByteReader other(out.bytes(), "digest");
     EXPECT_THROW(WindowDigest::Read(other, DigestGeometry{1, 64, 8}), Error);
