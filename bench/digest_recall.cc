@@ -126,7 +126,17 @@ int Main(int argc, char** argv) {
     const std::string a = argv[i];
     auto value = [&]() -> int64_t {
       if (i + 1 >= argc) throw Error(a + " needs a value");
-      return std::stoll(argv[++i]);
+      const std::string v = argv[++i];
+      size_t used = 0;
+      int64_t x = -1;
+      try {
+        x = std::stoll(v, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != v.size() || x < 0 || x > (int64_t{1} << 24)) {
+        throw Error(a + " needs a whole number from 0 to 16777216, not '" + v + "'");
+      }
+      return x;
     };
     if (a == "--tokens")
       max_tokens = value();
@@ -161,6 +171,12 @@ int Main(int argc, char** argv) {
   std::vector<int32_t> tokens = m.EncodeRaw(text);
   if (static_cast<int64_t>(tokens.size()) > max_tokens) tokens.resize(max_tokens);
   const int T = static_cast<int>(tokens.size());
+  if (n_queries < 1 || window < 1) throw Error("--queries and --window must be at least 1");
+  if ((T - n_queries - sinks) / window < 20) {
+    throw Error("the text gives " + std::to_string(T) + " tokens: fewer than 20 windows of " +
+                std::to_string(window) + " before the " + std::to_string(n_queries) +
+                " queries (give a longer text or more --tokens)");
+  }
   const KvGeometry geo = m.model->kv_geometry(T);
   const RopeTables ropes = m.model->MakeRopes(T);
   std::unique_ptr<KvCache> session_cache = MakeFullSessionCache(*m.model, T, ropes);
