@@ -1,0 +1,195 @@
+#include "kv/disk_cold_store.h"
+
+#include <fcntl.h>
+#ifdef __linux__
+#include <linux/falloc.h>
+#endif
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "kv/crc32c.h"
+#include "util/error.h"
+
+namespace qevict {
+namespace {
+
+std::string DefaultDir(const std::string& dir) {
+  if (!dir.empty()) return dir;
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+std::string Mib(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+}  // namespace
+
+DiskColdStore::DiskColdStore(const std::string& dir, int64_t block_bytes, int64_t disk_limit_bytes)
+    : dir_(DefaultDir(dir)), block_bytes_(block_bytes), disk_limit_bytes_(disk_limit_bytes) {
+  QEVICT_CHECK(block_bytes > 0);
+  std::string pattern = dir_ + "/qevict-cold-XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  fd_ = mkstemp(name.data());
+  if (fd_ < 0) {
+    throw Error("cold store: cannot create a file in '" + dir_ + "': " + std::strerror(errno) +
+                " (give an existing, writable directory as the cold-store directory)");
+  }
+  path_ = name.data();
+  unlink(path_.c_str());  // nothing is left behind, even if the process is killed
+  write_call_ = [](int fd, const void* buf, size_t n, off_t offset) {
+    return pwrite(fd, buf, n, offset);
+  };
+}
+
+DiskColdStore::~DiskColdStore() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::string DiskColdStore::Where(int32_t slot) const {
+  return "cold store " + path_ + " (unlinked), slot " + std::to_string(slot) + " at byte " +
+         std::to_string(static_cast<int64_t>(slot) * block_bytes_);
+}
+
+int64_t DiskColdStore::ram_bytes() const {
+  return static_cast<int64_t>(checksum_.capacity() * sizeof(uint32_t) + live_.capacity() +
+                              free_slots_.capacity() * sizeof(int32_t));
+}
+
+int32_t DiskColdStore::Write(const void* block) {
+  if (disk_limit_bytes_ >= 0 && live_bytes() + block_bytes_ > disk_limit_bytes_) {
+    throw Error("cold store " + path_ + ": the disk limit of " + Mib(disk_limit_bytes_) +
+                " would be passed (" + std::to_string(live_slots_) + " windows, " +
+                Mib(live_bytes()) + " on disk); raise the cold-store disk limit or keep a " +
+                "shorter context");
+  }
+  int32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    QEVICT_CHECK(checksum_.size() < static_cast<size_t>(INT32_MAX));
+    slot = static_cast<int32_t>(checksum_.size());
+    checksum_.push_back(0);
+    live_.push_back(0);
+  }
+  try {
+    WriteAll(slot, block);
+  } catch (...) {
+    free_slots_.push_back(slot);
+    throw;
+  }
+  checksum_[slot] = Crc32c(block, static_cast<size_t>(block_bytes_));
+  live_[slot] = 1;
+  ++live_slots_;
+  peak_slots_ = std::max(peak_slots_, live_slots_);
+  bytes_written_ += block_bytes_;
+  return slot;
+}
+
+void DiskColdStore::WriteAll(int32_t slot, const void* block) {
+  const auto* p = static_cast<const uint8_t*>(block);
+  const off_t base = static_cast<off_t>(slot) * block_bytes_;
+  int64_t done = 0;
+  while (done < block_bytes_) {
+    const ssize_t n = write_call_(fd_, p + done, static_cast<size_t>(block_bytes_ - done),
+                                  base + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;  // a write that makes no progress: the disk is full
+      // Give back what a partial write took (the slot is returned to the free list).
+      ReleaseSpace(base, block_bytes_);
+      std::string way_out = (err == ENOSPC || err == EDQUOT)
+                                ? "free space in " + dir_ + ", choose another cold-store " +
+                                      "directory or set a cold-store disk limit"
+                                : "check the disk holding " + dir_;
+      throw Error("cannot write " + Where(slot) + ": " + std::strerror(err) + " after " +
+                  std::to_string(done) + " of " + std::to_string(block_bytes_) + " bytes (" +
+                  way_out + ")");
+    }
+    done += n;
+  }
+}
+
+void DiskColdStore::Read(int32_t slot, void* dst) { ReadBlocks({&slot, 1}, dst); }
+
+void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, void* dst) {
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int32_t slot : slots) {
+    QEVICT_CHECK(slot >= 0 && static_cast<size_t>(slot) < live_.size() && live_[slot]);
+  }
+  size_t i = 0;
+  while (i < slots.size()) {
+    size_t j = i + 1;  // a run of consecutive slots is contiguous in the file and in dst
+    while (j < slots.size() && slots[j] == slots[j - 1] + 1) ++j;
+    ReadRun(slots.data() + i, static_cast<int>(j - i), out + i * block_bytes_);
+    i = j;
+  }
+}
+
+void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) {
+  const int64_t total = n * block_bytes_;
+  const off_t base = static_cast<off_t>(slots[0]) * block_bytes_;
+  int64_t done = 0;
+  while (done < total) {
+    const ssize_t got =
+        pread(fd_, dst + done, static_cast<size_t>(total - done), base + static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    const int32_t slot = slots[done / block_bytes_];
+    if (got < 0) {
+      throw Error("cannot read " + Where(slot) + ": " + std::strerror(errno) +
+                  " (check the disk holding " + dir_ + ")");
+    }
+    if (got == 0) {
+      throw Error("cannot read " + Where(slot) + ": the file ends " +
+                  std::to_string(done % block_bytes_) + " bytes into the block (it was " +
+                  "truncated from outside qevict; the window cannot be recovered: restart " +
+                  "the run)");
+    }
+    done += got;
+  }
+  bytes_read_ += total;
+  for (int b = 0; b < n; ++b) Verify(slots[b], dst + b * block_bytes_);
+}
+
+void DiskColdStore::Verify(int32_t slot, const uint8_t* block) const {
+  const uint32_t crc = Crc32c(block, static_cast<size_t>(block_bytes_));
+  if (crc != checksum_[slot]) {
+    char detail[64];
+    std::snprintf(detail, sizeof detail, "CRC-32C %08x, written as %08x", crc, checksum_[slot]);
+    throw Error("checksum mismatch reading " + Where(slot) + ": " + detail + " (the file was " +
+                "changed on disk; the window cannot be recovered: restart the run, and check " +
+                "the disk holding " + dir_ + ")");
+  }
+}
+
+void DiskColdStore::ReleaseSpace(int64_t offset, int64_t bytes) {
+#ifdef FALLOC_FL_PUNCH_HOLE
+  // Best effort: a file system without hole punching keeps the bytes until the slot is reused.
+  fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+            static_cast<off_t>(bytes));
+#endif
+}
+
+void DiskColdStore::Free(int32_t slot) {
+  QEVICT_CHECK(slot >= 0 && static_cast<size_t>(slot) < live_.size() && live_[slot]);
+  live_[slot] = 0;
+  free_slots_.push_back(slot);
+  --live_slots_;
+  ReleaseSpace(static_cast<int64_t>(slot) * block_bytes_, block_bytes_);
+}
+
+void DiskColdStore::Reset() {
+  if (ftruncate(fd_, 0) != 0) ReleaseSpace(0, static_cast<int64_t>(live_.size()) * block_bytes_);
+  checksum_.clear();
+  live_.clear();
+  free_slots_.clear();
+  live_slots_ = 0;
+  peak_slots_ = 0;
+}
+
+}  // namespace qevict

@@ -1,0 +1,95 @@
+// The disk cold store of the cold tier (issue 38; spec, "Cold tier and recall"): every window
+// that leaves the fp16 tier kept bit-exact on disk, outside the memory budget. One block per
+// window (its fp16 keys and values, [2][n_kv_heads][W][head_dim], block_bytes in all) in a
+// file created in a directory of the user's choice and unlinked at once, so nothing is left on
+// disk even when the process is killed. Blocks are written with pwrite and read with pread
+// (never mapped: the page cache may keep them, but the process's resident set does not grow
+// with the cold tier). RAM keeps one CRC-32C per block, verified on every read: a block that
+// changed on disk is an error naming its slot, never wrong attention.
+//
+// Freed slots are reused, and their disk space is given back (hole punched) where the file
+// system can, so live_bytes() is what the cold tier occupies on disk. An optional disk limit
+// makes a write that would pass it an error instead of filling the disk.
+//
+// Not yet used by TieredCache (the existing mmap'ed ColdStore serves `--kv-recovery exact`);
+// the recall step wires it in (docs/kv-cache.md, "Cold tier (in progress)").
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace qevict {
+
+class DiskColdStore {
+ public:
+  // A store of blocks of block_bytes each in a new unlinked file in dir ("" means $TMPDIR, else
+  // /tmp). disk_limit_bytes < 0: no limit but the disk's own. Throws qevict::Error when the file
+  // cannot be created (missing or unwritable directory), naming the directory and the way out.
+  DiskColdStore(const std::string& dir, int64_t block_bytes, int64_t disk_limit_bytes = -1);
+  ~DiskColdStore();
+  DiskColdStore(const DiskColdStore&) = delete;
+  DiskColdStore& operator=(const DiskColdStore&) = delete;
+
+  // Writes one block (block_bytes bytes) to a free slot and returns the slot. Throws
+  // qevict::Error, with nothing allocated, when the disk limit would be passed or the write
+  // fails (ENOSPC, EDQUOT, EIO...).
+  int32_t Write(const void* block);
+  // Reads one block into dst (block_bytes bytes), checksum verified.
+  void Read(int32_t slot, void* dst);
+  // Reads slots.size() blocks into dst, block i at dst + i * block_bytes: one layer's recalls
+  // at once. Runs of consecutive slots are read with one call. Every block's checksum is
+  // verified; a short read (the file was truncated) or a mismatch throws qevict::Error naming
+  // the slot.
+  void ReadBlocks(std::span<const int32_t> slots, void* dst);
+  // Gives a slot back (its block is no longer needed); its disk space is released.
+  void Free(int32_t slot);
+  // Frees every slot and gives the whole file's space back.
+  void Reset();
+
+  int64_t block_bytes() const { return block_bytes_; }
+  int64_t live_slots() const { return live_slots_; }
+  int64_t live_bytes() const { return live_slots_ * block_bytes_; }  // on disk now
+  int64_t peak_bytes() const { return peak_slots_ * block_bytes_; }
+  int64_t bytes_written() const { return bytes_written_; }  // since creation, Reset included
+  int64_t bytes_read() const { return bytes_read_; }
+  int64_t disk_limit_bytes() const { return disk_limit_bytes_; }
+  // RAM the store keeps per slot ever used (checksum and liveness): beside the digests, what the
+  // cold tier costs in memory.
+  int64_t ram_bytes() const;
+  // The file's name when it was created (it no longer exists: it was unlinked at once).
+  const std::string& path() const { return path_; }
+
+  // Test seams: the descriptor (to truncate or corrupt the file as an outside process could) and
+  // the write call (to fail or shorten a write as a full disk does).
+  int fd_for_testing() const { return fd_; }
+  using WriteCall = std::function<ssize_t(int fd, const void* buf, size_t n, off_t offset)>;
+  void set_write_call_for_testing(WriteCall call) { write_call_ = std::move(call); }
+
+ private:
+  void WriteAll(int32_t slot, const void* block);
+  void ReadRun(const int32_t* slots, int n, uint8_t* dst);
+  void Verify(int32_t slot, const uint8_t* block) const;
+  void ReleaseSpace(int64_t offset, int64_t bytes);
+  std::string Where(int32_t slot) const;
+
+  std::string dir_;
+  std::string path_;
+  int fd_ = -1;
+  int64_t block_bytes_;
+  int64_t disk_limit_bytes_;
+  std::vector<uint32_t> checksum_;  // per slot ever handed out
+  std::vector<uint8_t> live_;       // per slot: 1 while it holds a block
+  std::vector<int32_t> free_slots_;
+  int64_t live_slots_ = 0;
+  int64_t peak_slots_ = 0;
+  int64_t bytes_written_ = 0;
+  int64_t bytes_read_ = 0;
+  WriteCall write_call_;
+};
+
+}  // namespace qevict

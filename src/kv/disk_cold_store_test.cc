@@ -1,0 +1,224 @@
+#include "kv/disk_cold_store.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kv/crc32c.h"
+#include "util/error.h"
+
+namespace qevict {
+namespace {
+
+constexpr int64_t kBlock = 6144;  // one SmolLM2-135M window: 2 x 3 heads x 8 tokens x 64 x fp16
+
+std::vector<uint8_t> Pattern(int seed) {
+  std::vector<uint8_t> b(kBlock);
+  for (int64_t i = 0; i < kBlock; ++i) b[i] = static_cast<uint8_t>(i * 31 + seed * 7 + 1);
+  return b;
+}
+
+// The message of the qevict::Error `f` throws ("" when it throws none).
+template <class F>
+std::string ErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Crc32c, KnownValues) {
+  EXPECT_EQ(Crc32c("123456789", 9), 0xE3069283u);  // the standard check value
+  EXPECT_EQ(Crc32c("", 0), 0u);
+  const std::string a = "The quick brown fox jumps over the lazy dog";
+  // Extending a checksum equals checksumming the whole.
+  EXPECT_EQ(Crc32c(a.data() + 10, a.size() - 10, Crc32c(a.data(), 10)), Crc32c(a.data(), a.size()));
+  EXPECT_EQ(Crc32c(a.data(), a.size()), 0x22620404u);
+}
+
+TEST(DiskColdStore, BlocksRoundTripBitExactAndSlotsAreReused) {
+  DiskColdStore store("", kBlock);
+  const auto a = Pattern(1), b = Pattern(2), c = Pattern(3);
+  const int32_t sa = store.Write(a.data()), sb = store.Write(b.data());
+  EXPECT_NE(sa, sb);
+  std::vector<uint8_t> got(kBlock);
+  store.Read(sb, got.data());
+  EXPECT_EQ(got, b);
+  store.Read(sa, got.data());
+  EXPECT_EQ(got, a);
+  EXPECT_EQ(store.live_bytes(), 2 * kBlock);
+  EXPECT_EQ(store.bytes_written(), 2 * kBlock);
+  EXPECT_EQ(store.bytes_read(), 2 * kBlock);
+  store.Free(sa);
+  EXPECT_EQ(store.live_bytes(), kBlock);
+  EXPECT_EQ(store.Write(c.data()), sa);  // the freed slot is reused
+  store.Read(sa, got.data());
+  EXPECT_EQ(got, c);
+  EXPECT_EQ(store.peak_bytes(), 2 * kBlock);
+  // The file was unlinked at creation: nothing is left on disk.
+  struct stat st;
+  EXPECT_NE(stat(store.path().c_str(), &st), 0);
+  store.Reset();
+  EXPECT_EQ(store.live_bytes(), 0);
+  EXPECT_EQ(store.Write(a.data()), 0);
+}
+
+TEST(DiskColdStore, BatchReadReturnsEveryBlockInTheOrderAsked) {
+  DiskColdStore store("", kBlock);
+  std::vector<std::vector<uint8_t>> blocks;
+  for (int i = 0; i < 6; ++i) {
+    blocks.push_back(Pattern(10 + i));
+    EXPECT_EQ(store.Write(blocks.back().data()), i);
+  }
+  // Runs of consecutive slots (1, 2, 3) and slots out of order (5, 0) in one batch.
+  const std::vector<int32_t> slots = {1, 2, 3, 5, 0};
+  std::vector<uint8_t> dst(slots.size() * kBlock);
+  store.ReadBlocks(slots, dst.data());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    EXPECT_EQ(0, std::memcmp(dst.data() + i * kBlock, blocks[slots[i]].data(), kBlock)) << i;
+  }
+  EXPECT_EQ(store.bytes_read(), 5 * kBlock);
+}
+
+TEST(DiskColdStore, FreedSlotsGiveTheirDiskSpaceBack) {
+  DiskColdStore store("", 1 << 20);
+  std::vector<uint8_t> big(1 << 20, 0x5a);
+  std::vector<int32_t> slots;
+  for (int i = 0; i < 4; ++i) slots.push_back(store.Write(big.data()));
+  struct stat st;
+  ASSERT_EQ(fstat(store.fd_for_testing(), &st), 0);
+  const int64_t used = static_cast<int64_t>(st.st_blocks) * 512;
+  EXPECT_GE(used, 4 << 20);
+  for (int32_t s : slots) store.Free(s);
+  ASSERT_EQ(fstat(store.fd_for_testing(), &st), 0);
+  // Hole punching is best effort (a file system may lack it); where it exists (ext4, xfs,
+  // tmpfs, btrfs) the freed megabytes are gone from the disk.
+  if (static_cast<int64_t>(st.st_blocks) * 512 < used) {
+    EXPECT_LT(static_cast<int64_t>(st.st_blocks) * 512, 1 << 20);
+  }
+  EXPECT_EQ(store.live_bytes(), 0);
+}
+
+TEST(DiskColdStore, MissingOrUnwritableDirectoryIsAnErrorNamingIt) {
+  const std::string missing = ErrorOf([] { DiskColdStore("/nonexistent/qevict-dir", kBlock); });
+  EXPECT_NE(missing.find("/nonexistent/qevict-dir"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("writable directory"), std::string::npos) << missing;
+  // A path that is a file, not a directory.
+  char file[] = "/tmp/qevict-not-a-dir-XXXXXX";
+  const int fd = mkstemp(file);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string not_dir = ErrorOf([&] { DiskColdStore(file, kBlock); });
+  unlink(file);
+  EXPECT_NE(not_dir.find(file), std::string::npos) << not_dir;
+  EXPECT_NE(not_dir.find("Not a directory"), std::string::npos) << not_dir;
+  // A directory nobody may create files in: sysfs refuses even root.
+  const std::string sys = ErrorOf([] { DiskColdStore("/sys", kBlock); });
+  EXPECT_NE(sys.find("cannot create a file in '/sys'"), std::string::npos) << sys;
+  if (geteuid() != 0) {  // a directory without write permission (root writes there anyway)
+    char tmpl[] = "/tmp/qevict-ro-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    chmod(tmpl, 0500);
+    const std::string ro = ErrorOf([&] { DiskColdStore(tmpl, kBlock); });
+    EXPECT_NE(ro.find(tmpl), std::string::npos) << ro;
+    EXPECT_NE(ro.find("Permission denied"), std::string::npos) << ro;
+    rmdir(tmpl);
+  }
+}
+
+TEST(DiskColdStore, DiskLimitIsAClearErrorAndLeavesTheStoreUsable) {
+  DiskColdStore store("", kBlock, 2 * kBlock);
+  const auto a = Pattern(1);
+  const int32_t s0 = store.Write(a.data());
+  store.Write(a.data());
+  const std::string msg = ErrorOf([&] { store.Write(a.data()); });
+  EXPECT_NE(msg.find("disk limit"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
+  EXPECT_EQ(store.live_bytes(), 2 * kBlock);
+  store.Free(s0);
+  EXPECT_EQ(store.Write(a.data()), s0);  // room again once a block is freed
+}
+
+TEST(DiskColdStore, FullDiskIsAnErrorAndTheSlotIsNotLost) {
+  DiskColdStore store("", kBlock);
+  const auto a = Pattern(4);
+  // A full disk as the kernel reports it: part of the block written, then ENOSPC.
+  int calls = 0;
+  store.set_write_call_for_testing([&](int fd, const void* buf, size_t n, off_t off) -> ssize_t {
+    if (calls++ == 0) return pwrite(fd, buf, n / 2, off);
+    errno = ENOSPC;
+    return -1;
+  });
+  const std::string msg = ErrorOf([&] { store.Write(a.data()); });
+  EXPECT_NE(msg.find("No space left on device"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
+  EXPECT_NE(msg.find("slot 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3072 of 6144 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("another cold-store directory"), std::string::npos) << msg;
+  EXPECT_EQ(store.live_bytes(), 0);
+  EXPECT_EQ(store.bytes_written(), 0);
+  // A write that makes no progress at all is a full disk too.
+  store.set_write_call_for_testing([](int, const void*, size_t, off_t) -> ssize_t { return 0; });
+  EXPECT_NE(ErrorOf([&] { store.Write(a.data()); }).find("No space left"), std::string::npos);
+  // Space again: the same slot is used, and the block reads back.
+  store.set_write_call_for_testing(
+      [](int fd, const void* buf, size_t n, off_t off) { return pwrite(fd, buf, n, off); });
+  EXPECT_EQ(store.Write(a.data()), 0);
+  std::vector<uint8_t> got(kBlock);
+  store.Read(0, got.data());
+  EXPECT_EQ(got, a);
+}
+
+TEST(DiskColdStore, TruncatedFileIsAShortReadError) {
+  DiskColdStore store("", kBlock);
+  const auto a = Pattern(5), b = Pattern(6);
+  store.Write(a.data());
+  const int32_t sb = store.Write(b.data());
+  ASSERT_EQ(ftruncate(store.fd_for_testing(), kBlock + 100), 0);  // cuts slot 1 short
+  std::vector<uint8_t> got(2 * kBlock);
+  store.Read(0, got.data());  // slot 0 is whole
+  EXPECT_EQ(0, std::memcmp(got.data(), a.data(), kBlock));
+  const std::string msg = ErrorOf([&] { store.Read(sb, got.data()); });
+  EXPECT_NE(msg.find("slot 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
+  const std::vector<int32_t> both = {0, 1};
+  EXPECT_NE(ErrorOf([&] { store.ReadBlocks(both, got.data()); }).find("slot 1"), std::string::npos);
+}
+
+TEST(DiskColdStore, CorruptedBlockIsAChecksumErrorNamingTheSlot) {
+  DiskColdStore store("", kBlock);
+  const auto a = Pattern(7);
+  for (int i = 0; i < 3; ++i) store.Write(a.data());
+  // Another process (or a failing disk) flips one byte of slot 2, through the file's /proc name.
+  const std::string proc = "/proc/self/fd/" + std::to_string(store.fd_for_testing());
+  const int fd = open(proc.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  uint8_t byte = 0;
+  const off_t where = 2 * kBlock + 1234;
+  ASSERT_EQ(pread(fd, &byte, 1, where), 1);
+  byte ^= 0x10;
+  ASSERT_EQ(pwrite(fd, &byte, 1, where), 1);
+  close(fd);
+  std::vector<uint8_t> got(3 * kBlock);
+  store.Read(1, got.data());  // the others are intact
+  EXPECT_EQ(0, std::memcmp(got.data(), a.data(), kBlock));
+  const std::string msg = ErrorOf([&] { store.Read(2, got.data()); });
+  EXPECT_NE(msg.find("checksum mismatch"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("slot 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
+  const std::vector<int32_t> all = {0, 1, 2};
+  EXPECT_NE(ErrorOf([&] { store.ReadBlocks(all, got.data()); }).find("slot 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qevict

@@ -1,0 +1,92 @@
+// Window digests of the cold tier (issue 38; spec, "Cold tier and recall"): a few bytes per
+// window, kept in RAM while the window's keys and values are on disk (disk_cold_store.h), from
+// which a query's attention to the window is bounded or estimated without reading it. The recall
+// step ranks cold windows by these estimates and reads the top ones back.
+//
+// Three kinds, all over a window's keys after RoPE, per KV head:
+//   kQuestBound  (Quest): per channel the min and max of the window's keys, fp16 rounded
+//                outward. bound(q) = sum_c max(q_c * min_c, q_c * max_c) >= q . k for every key
+//                k of the window: a true upper bound of the window's max logit.
+//   kSignSketch  a 1-bit sketch of every key: its signs and the mean |k_c| (fp16).
+//                estimate(q) = max over keys of mean|k| * sum_c q_c * sign(k_c) (the key
+//                quantized to one bit per channel with its least-squares scale).
+//   kMeanKey     (InfLLM-like representative key): the mean key of the window (fp16).
+//                estimate(q) = q . mean: the window's mean logit, not its max.
+//
+// Bytes per window (n KV heads, head_dim d, W tokens), against the window's fp16 block
+// 2 * n * W * d * 2 bytes (keys and values):
+//   kind          bytes                 share        SmolLM2-135M (n 3, d 64, W 8: 6144 B)
+//   kQuestBound   2 * n * d * 2         1 / W        768 B = 12.5 %
+//   kSignSketch   n * W * (d / 8 + 2)   (d/8+2)/4d   240 B = 3.91 %
+//   kMeanKey      n * d * 2             1 / (2 W)    384 B = 6.25 %
+//                                                    Gemma 3 270M (n 1, d 256, W 8: 8192 B)
+//   kQuestBound                                      1024 B = 12.5 %
+//   kSignSketch                                      272 B = 3.32 %
+//   kMeanKey                                         512 B = 6.25 %
+// (checked by window_digest_test.cc, WindowDigest.BytesPerWindowAndShares). Which kind ranks
+// windows best on real queries is measured by bench/digest_recall.cc (docs/kv-cache.md, "Cold
+// tier (in progress): store and digests").
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "util/byte_stream.h"
+
+namespace qevict {
+
+enum class DigestKind : uint8_t { kQuestBound = 0, kSignSketch = 1, kMeanKey = 2 };
+
+const char* DigestKindName(DigestKind kind);
+
+struct DigestGeometry {
+  int n_kv_heads = 0;
+  int head_dim = 0;       // a multiple of 8 (the sign sketch packs 8 channels a byte)
+  int window_tokens = 0;  // W: every window holds exactly W tokens
+};
+
+// Bytes one window's digest of `kind` holds (the figures above).
+int64_t DigestBytes(DigestKind kind, const DigestGeometry& g);
+// The bytes of the window's fp16 keys and values: 2 * n_kv_heads * W * head_dim * 2.
+int64_t WindowFp16Bytes(const DigestGeometry& g);
+
+class WindowDigest {
+ public:
+  WindowDigest() = default;
+  // The digest of one window's keys after RoPE, [n_kv_heads][W][head_dim] (the layout of a
+  // window's key half in its fp16 block), fp32 or fp16.
+  static WindowDigest Build(DigestKind kind, const DigestGeometry& g, const float* keys);
+  static WindowDigest BuildFromFp16(DigestKind kind, const DigestGeometry& g, const uint16_t* keys);
+
+  DigestKind kind() const { return kind_; }
+  // The bound (kQuestBound) or estimate of max over the window's keys k of kv_head of q . k,
+  // for one query head's query q (head_dim floats, after RoPE; GQA: query head h reads KV head
+  // h / (n_heads / n_kv_heads)).
+  float Estimate(int kv_head, const float* q) const;
+  // For every query head of a GQA group at once: out[h] for q + h * head_dim, h < n_heads.
+  void EstimateHeads(int n_heads, const float* q, float* out) const;
+
+  std::span<const uint8_t> bytes() const { return bytes_; }
+
+  // The same over raw bytes, for a cache that keeps every window's digest of a layer in one
+  // array (DigestBytes(kind, g) bytes each) rather than one object per window: BuildInto writes
+  // the digest that Build would hold, EstimateBytes reads it as Estimate does.
+  static void BuildInto(DigestKind kind, const DigestGeometry& g, const float* keys, uint8_t* out);
+  static void BuildIntoFromFp16(DigestKind kind, const DigestGeometry& g, const uint16_t* keys,
+                                uint8_t* out);
+  static float EstimateBytes(DigestKind kind, const DigestGeometry& g, const uint8_t* bytes,
+                             int kv_head, const float* q);
+  // Written / read as the kind, the geometry and the bytes; Read checks the sizes (a digest of
+  // another geometry or a cut record throws qevict::Error through the reader).
+  void Write(ByteWriter& out) const;
+  static WindowDigest Read(ByteReader& in, const DigestGeometry& g);
+
+ private:
+  DigestKind kind_ = DigestKind::kQuestBound;
+  DigestGeometry g_;
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace qevict

@@ -1,0 +1,207 @@
+#include "kv/window_digest.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "util/error.h"
+#include "util/fp16.h"
+
+namespace qevict {
+namespace {
+
+constexpr DigestKind kKinds[] = {DigestKind::kQuestBound, DigestKind::kSignSketch,
+                                 DigestKind::kMeanKey};
+
+// The true max logit over the window's keys of kv_head, keys [n_kv][W][d], in double.
+double TrueMax(const DigestGeometry& g, const std::vector<float>& keys, int kv_head,
+               const float* q) {
+  double best = -1e300;
+  for (int t = 0; t < g.window_tokens; ++t) {
+    const float* k =
+        keys.data() + (static_cast<int64_t>(kv_head) * g.window_tokens + t) * g.head_dim;
+    double s = 0;
+    for (int c = 0; c < g.head_dim; ++c) s += static_cast<double>(q[c]) * k[c];
+    best = std::max(best, s);
+  }
+  return best;
+}
+
+std::vector<float> Normal(std::mt19937& rng, size_t n, float scale) {
+  std::normal_distribution<float> dist(0.f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(WindowDigest, BytesPerWindowAndShares) {
+  // The figures stated in window_digest.h.
+  const DigestGeometry smol{3, 64, 8}, gemma{1, 256, 8};
+  EXPECT_EQ(WindowFp16Bytes(smol), 6144);
+  EXPECT_EQ(WindowFp16Bytes(gemma), 8192);
+  EXPECT_EQ(DigestBytes(DigestKind::kQuestBound, smol), 768);
+  EXPECT_EQ(DigestBytes(DigestKind::kSignSketch, smol), 240);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKey, smol), 384);
+  EXPECT_EQ(DigestBytes(DigestKind::kQuestBound, gemma), 1024);
+  EXPECT_EQ(DigestBytes(DigestKind::kSignSketch, gemma), 272);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKey, gemma), 512);
+  auto share = [](DigestKind k, const DigestGeometry& g) {
+    return 100.0 * DigestBytes(k, g) / WindowFp16Bytes(g);
+  };
+  EXPECT_DOUBLE_EQ(share(DigestKind::kQuestBound, smol), 12.5);
+  EXPECT_NEAR(share(DigestKind::kSignSketch, smol), 3.91, 0.005);
+  EXPECT_DOUBLE_EQ(share(DigestKind::kMeanKey, smol), 6.25);
+  EXPECT_DOUBLE_EQ(share(DigestKind::kQuestBound, gemma), 12.5);
+  EXPECT_NEAR(share(DigestKind::kSignSketch, gemma), 3.32, 0.005);
+  EXPECT_DOUBLE_EQ(share(DigestKind::kMeanKey, gemma), 6.25);
+  // A built digest holds exactly that many bytes.
+  std::mt19937 rng(1);
+  const auto keys = Normal(rng, 3 * 8 * 64, 1.f);
+  for (DigestKind kind : kKinds) {
+    EXPECT_EQ(static_cast<int64_t>(WindowDigest::Build(kind, smol, keys.data()).bytes().size()),
+              DigestBytes(kind, smol));
+  }
+}
+
+TEST(WindowDigest, QuestBoundIsAnUpperBoundOfEveryKeysLogit) {
+  std::mt19937 rng(7);
+  const DigestGeometry geometries[] = {{3, 64, 8}, {1, 256, 8}, {2, 16, 4}};
+  int checked = 0;
+  for (const DigestGeometry& g : geometries) {
+    for (int trial = 0; trial < 300; ++trial) {
+      // Keys of mixed scales (RoPE'd keys have a few large channels), in fp32 values that fp16
+      // cannot hold exactly. Every other trial's windows repeat one key: min = max = that key,
+      // no slack left, and only the outward rounding of min and max keeps the bound a bound.
+      const float scale = trial % 3 == 0 ? 0.01f : (trial % 3 == 1 ? 1.f : 30.f);
+      auto keys =
+          Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim, scale);
+      if (trial % 2 == 0) {
+        for (int h = 0; h < g.n_kv_heads; ++h) {
+          float* head = keys.data() + static_cast<int64_t>(h) * g.window_tokens * g.head_dim;
+          for (int t = 1; t < g.window_tokens; ++t) {
+            std::copy(head, head + g.head_dim, head + static_cast<int64_t>(t) * g.head_dim);
+          }
+        }
+      }
+      std::vector<uint16_t> half(keys.size());
+      for (size_t i = 0; i < keys.size(); ++i) half[i] = Fp32ToFp16(keys[i]);
+      std::vector<float> half_as_float(keys.size());
+      for (size_t i = 0; i < keys.size(); ++i) half_as_float[i] = Fp16ToFp32(half[i]);
+      const auto from32 = WindowDigest::Build(DigestKind::kQuestBound, g, keys.data());
+      const auto from16 = WindowDigest::BuildFromFp16(DigestKind::kQuestBound, g, half.data());
+      for (int h = 0; h < g.n_kv_heads; ++h) {
+        const auto q = Normal(rng, g.head_dim, trial % 2 == 0 ? 1.f : 0.125f);
+        EXPECT_GE(static_cast<double>(from32.Estimate(h, q.data())), TrueMax(g, keys, h, q.data()));
+        EXPECT_GE(static_cast<double>(from16.Estimate(h, q.data())),
+                  TrueMax(g, half_as_float, h, q.data()));
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 300 * (3 + 1 + 2));
+}
+
+TEST(WindowDigest, TheWindowHoldingTheMaximumKeyRanksFirst) {
+  // 64 windows of small random keys; one holds a key along the query. For every kind, that
+  // window's estimate is the largest, for every query head of the group that reads its KV head.
+  const DigestGeometry g{2, 64, 8};
+  const int n_heads = 6, n_windows = 64;  // GQA: 3 query heads per KV head
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 20; ++trial) {
+    const auto q = Normal(rng, static_cast<size_t>(n_heads) * g.head_dim, 1.f);
+    const int planted = static_cast<int>(rng() % n_windows);
+    const int planted_token = static_cast<int>(rng() % g.window_tokens);
+    const int query_head = static_cast<int>(rng() % n_heads);
+    const int kv_head = query_head / (n_heads / g.n_kv_heads);
+    const float* qh = q.data() + query_head * g.head_dim;
+    double q_norm = 0;
+    for (int c = 0; c < g.head_dim; ++c) q_norm += static_cast<double>(qh[c]) * qh[c];
+    q_norm = std::sqrt(q_norm);
+    for (DigestKind kind : kKinds) {
+      std::vector<WindowDigest> digests;
+      for (int w = 0; w < n_windows; ++w) {
+        auto keys =
+            Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim, 0.1f);
+        if (w == planted) {
+          float* k = keys.data() + (kv_head * g.window_tokens + planted_token) * g.head_dim;
+          for (int c = 0; c < g.head_dim; ++c) k[c] = static_cast<float>(8.0 * qh[c] / q_norm);
+        }
+        digests.push_back(WindowDigest::Build(kind, g, keys.data()));
+      }
+      std::vector<float> est(n_heads);
+      int best = -1;
+      float best_score = -INFINITY;
+      for (int w = 0; w < n_windows; ++w) {
+        digests[w].EstimateHeads(n_heads, q.data(), est.data());
+        EXPECT_EQ(est[query_head], digests[w].Estimate(kv_head, qh));
+        if (est[query_head] > best_score) {
+          best_score = est[query_head];
+          best = w;
+        }
+      }
+      EXPECT_EQ(best, planted) << DigestKindName(kind) << " trial " << trial;
+    }
+  }
+}
+
+TEST(WindowDigest, EstimatesOfTheSketchAndMeanKeyAreWhatTheyState) {
+  // One KV head, two tokens, 8 channels: the sketch's estimate is the max over keys of
+  // mean|k| * sum_c q_c sign(k_c); the mean key's is q . mean.
+  const DigestGeometry g{1, 8, 2};
+  const std::vector<float> keys = {1,  -2, 3,  -4, 0.5f, -0.5f, 2,  1,    // mean |k| 1.75
+                                   -1, -1, -1, -1, -1,   -1,    -1, -1};  // mean |k| 1
+  const std::vector<float> q = {1, 1, 1, 1, 1, 1, 1, 1};
+  const auto sketch = WindowDigest::Build(DigestKind::kSignSketch, g, keys.data());
+  // Token 0: signs + - + - + - + + -> sum q_c sign = 2, times 1.75 = 3.5; token 1: -8.
+  EXPECT_FLOAT_EQ(sketch.Estimate(0, q.data()), 3.5f);
+  const auto mean = WindowDigest::Build(DigestKind::kMeanKey, g, keys.data());
+  // Means: 0, -1.5, 1, -2.5, -0.25, -0.75, 0.5, 0 -> sum -3.5.
+  EXPECT_FLOAT_EQ(mean.Estimate(0, q.data()), -3.5f);
+  const auto quest = WindowDigest::Build(DigestKind::kQuestBound, g, keys.data());
+  // Per channel max: 1, -1, 3, -1, 0.5, -0.5, 2, 1 -> 5.
+  EXPECT_FLOAT_EQ(quest.Estimate(0, q.data()), 5.f);
+}
+
+TEST(WindowDigest, DigestsRoundTripAndBadRecordsAreErrors) {
+  const DigestGeometry g{3, 64, 8};
+  std::mt19937 rng(3);
+  const auto keys = Normal(rng, 3 * 8 * 64, 1.f);
+  const auto q = Normal(rng, 64, 1.f);
+  for (DigestKind kind : kKinds) {
+    const auto d = WindowDigest::Build(kind, g, keys.data());
+    ByteWriter out;
+    d.Write(out);
+    EXPECT_EQ(out.bytes().size(), 1 + 3 * 4 + 8 + static_cast<size_t>(DigestBytes(kind, g)));
+    ByteReader in(out.bytes(), "digest");
+    const auto back = WindowDigest::Read(in, g);
+    EXPECT_EQ(back.kind(), kind);
+    EXPECT_TRUE(
+        std::equal(back.bytes().begin(), back.bytes().end(), d.bytes().begin(), d.bytes().end()));
+    for (int h = 0; h < 3; ++h) EXPECT_EQ(back.Estimate(h, q.data()), d.Estimate(h, q.data()));
+    // The raw-bytes forms (a layer's digests in one array) write and read the same digest; the
+    // array is dirty first, so a byte BuildInto failed to write would show.
+    std::vector<uint8_t> raw(static_cast<size_t>(2 * DigestBytes(kind, g)), 0xA5);
+    WindowDigest::BuildInto(kind, g, keys.data(), raw.data() + DigestBytes(kind, g));
+    EXPECT_TRUE(std::equal(d.bytes().begin(), d.bytes().end(), raw.begin() + DigestBytes(kind, g)));
+    for (int h = 0; h < 3; ++h) {
+      EXPECT_EQ(
+          WindowDigest::EstimateBytes(kind, g, raw.data() + DigestBytes(kind, g), h, q.data()),
+          d.Estimate(h, q.data()));
+    }
+    // Read for another geometry, or cut short: errors, never a digest of the wrong size.
+    ByteReader other(out.bytes(), "digest");
+    EXPECT_THROW(WindowDigest::Read(other, DigestGeometry{1, 64, 8}), Error);
+    std::vector<uint8_t> cut(out.bytes().begin(), out.bytes().end() - 1);
+    ByteReader short_in(cut, "digest");
+    EXPECT_THROW(WindowDigest::Read(short_in, g), Error);
+  }
+  std::vector<uint8_t> bad_kind = {9, 0, 0, 0, 0};
+  ByteReader bad(bad_kind, "digest");
+  EXPECT_THROW(WindowDigest::Read(bad, g), Error);
+}
+
+}  // namespace
+}  // namespace qevict
