@@ -1,7 +1,7 @@
-// Exact-recovery cold store (spec, "Recovery fidelity"): fp16 originals of demoted windows in a
-// memory-mapped file outside the hot budget. The file is created in a directory of the user's
-// choice, unlinked at once (nothing is left behind, even after a crash), sized sparsely for the
-// worst case and mapped once; only written slots occupy disk or page cache. Freed slots are
+// Exact-recovery cold store (docs/kv-cache.md, "Recovery fidelity"): fp16 originals of demoted
+// windows in a memory-mapped file outside the hot budget. The file is created in a directory of the
+// user's choice, unlinked at once (nothing is left behind, even after a crash), sized sparsely for
+// the worst case and mapped once; only written slots occupy disk or page cache. Freed slots are
 // reused. live_bytes() is reported as KvStats::cold_bytes and never counted as free memory.
 #pragma once
 

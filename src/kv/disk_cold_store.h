@@ -1,8 +1,8 @@
-// The disk cold store of the cold tier (issue 38; spec, "Cold tier and recall"): every window
-// that leaves the fp16 tier kept bit-exact on disk, outside the memory budget. One block per
-// window (its fp16 keys and values, [2][n_kv_heads][W][head_dim], block_bytes in all) in a
-// file created in a directory of the user's choice and unlinked at once, so nothing is left on
-// disk even when the process is killed. Blocks are written with pwrite and read with pread
+// The disk cold store of the cold tier (issue 38; docs/kv-cache.md, "Cold tier (in progress): store
+// and digests"): every window that leaves the fp16 tier kept bit-exact on disk, outside the memory
+// budget. One block per window (its fp16 keys and values, [2][n_kv_heads][W][head_dim], block_bytes
+// in all) in a file created in a directory of the user's choice and unlinked at once, so nothing is
+// left on disk even when the process is killed. Blocks are written with pwrite and read with pread
 // (never mapped: the page cache may keep them, but the process's resident set does not grow
 // with the cold tier). RAM keeps one CRC-32C per block, verified on every read: a block that
 // changed on disk is an error naming its slot, never wrong attention.

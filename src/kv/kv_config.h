@@ -1,9 +1,10 @@
 // Every option of the KV cache: which policy, the byte budget, the window geometry of the tiered
-// cache, and (by key) the options of each policy. Defaults follow docs/qevict-spec.md; values the
-// spec marks *(choice)* are ours and are flagged in KvOptionDocs() and docs/kv-cache.md. Each
-// option is described once, in kv/kv_options.h's descriptors (the cache's fields below: in
-// kv_options.cc; a policy's options: in its src/policy/<name>_policy.cc); the command line, the
-// server, the evaluator's variants, Validate(), KvConfigKey() and the docs are generated from them.
+// cache, and (by key) the options of each policy. Defaults follow the paper as docs/kv-cache.md
+// writes it; values it marks *(choice)* are ours and are flagged in KvOptionDocs() and
+// docs/kv-cache.md. Each option is described once, in kv/kv_options.h's descriptors (the cache's
+// fields below: in kv_options.cc; a policy's options: in its src/policy/<name>_policy.cc); the
+// command line, the server, the evaluator's variants, Validate(), KvConfigKey() and the docs are
+// generated from them.
 #pragma once
 
 #include <algorithm>
@@ -21,13 +22,13 @@ struct KvGeometry;
 
 namespace qevict {
 
-// What a promoted window holds (spec, "Recovery fidelity").
+// What a promoted window holds (docs/kv-cache.md, "Recovery fidelity").
 enum class RecoveryFidelity {
   kPaper,  // the dequantized codes: detail lost at the first demotion stays lost
   kExact,  // the fp16 original, read back from a memory-mapped cold store
 };
 
-// How attention mass becomes a window's importance (spec, "Importance score").
+// How attention mass becomes a window's importance (docs/kv-cache.md, "Attention over the tiers").
 enum class ScoreMode {
   kCumulative,  // plain sum over all queries (H2O)
   kDecay,       // exponentially decayed sum: score = decay^n * score + mass of the n new queries
@@ -66,8 +67,8 @@ struct KvConfig {
   double prefill_q_share = 1.0;
   double hysteresis = 0.0;    // a Q window must beat an FP window's score by this fraction (choice)
   // Bounded prefill: with a budget, the prompt is routed after every chunk of this many tokens,
-  // so the cache peaks at the budget plus one chunk (spec, "Budget"). 0: the paper's prompt-end
-  // mode (the whole prompt in fp16, routed once it is read). Ignored without a budget.
+  // so the cache peaks at the budget plus one chunk (docs/kv-cache.md, "Budget"). 0: the paper's
+  // prompt-end mode (the whole prompt in fp16, routed once it is read). Ignored without a budget.
   int prefill_chunk = 512;
   ScoreMode score = ScoreMode::kCumulative;
   double score_decay = 0.95;  // per query, for ScoreMode::kDecay (choice)

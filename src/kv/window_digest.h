@@ -1,7 +1,7 @@
-// Window digests of the cold tier (issue 38; spec, "Cold tier and recall"): a few bytes per
-// window, kept in RAM while the window's keys and values are on disk (disk_cold_store.h), from
-// which a query's attention to the window is bounded or estimated without reading it. The recall
-// step ranks cold windows by these estimates and reads the top ones back.
+// Window digests of the cold tier (issue 38; docs/kv-cache.md, "Cold tier (in progress): store and
+// digests"): a few bytes per window, kept in RAM while the window's keys and values are on disk
+// (disk_cold_store.h), from which a query's attention to the window is bounded or estimated without
+// reading it. The recall step ranks cold windows by these estimates and reads the top ones back.
 //
 // Three kinds, all over a window's keys after RoPE, per KV head:
 //   kQuestBound  (Quest): per channel the min and max of the window's keys, fp16 rounded

@@ -1,9 +1,9 @@
 // What most policies share: rank a layer's band windows, then fill the tiers from the top within
-// the layer's byte budget (spec, "Routing"): the fp16 tier until its share is used, then the
-// quantized tier with what is left, the rest evicted. Bytes the quantized tier cannot use
-// (because every remaining window already fits) upgrade its best windows back to fp16, so no
-// byte stays idle while a window sits in a lower tier than it could (our choice; with evictions
-// the rule is exactly the spec's).
+// the layer's byte budget (docs/kv-cache.md, "Routing: the policy decides, the cache applies"): the
+// fp16 tier until its share is used, then the quantized tier with what is left, the rest evicted.
+// Bytes the quantized tier cannot use (because every remaining window already fits) upgrade its
+// best windows back to fp16, so no byte stays idle while a window sits in a lower tier than it
+// could (our choice; with evictions the rule is exactly the spec's).
 #pragma once
 
 #include <cstdint>
