@@ -1,9 +1,10 @@
 // KIVI-style asymmetric round-to-nearest quantization of one window (docs/kv-cache.md,
-// "Quantizer"):   keys   per channel within the window: one fp16 scale and zero per (head, channel)
-// over the          W tokens, quantized BEFORE RoPE (RoPE is applied at read time from the
-// positions);   values per token: one fp16 scale and zero per (head, token, group of value_group
-// channels). scale = (max - min) / (2^b - 1), zero = min, code = clamp(round((x - zero) / scale)),
-// where scale and zero are first rounded to fp16 so dequantization uses exactly the stored numbers.
+// "Quantizer"):
+//   keys   per channel within the window: one fp16 scale and zero per (head, channel) over the
+//          W tokens, quantized BEFORE RoPE (RoPE is applied at read time from the positions);
+//   values per token: one fp16 scale and zero per (head, token, group of value_group channels).
+// scale = (max - min) / (2^b - 1), zero = min, code = clamp(round((x - zero) / scale)), where
+// scale and zero are first rounded to fp16 so dequantization uses exactly the stored numbers.
 //
 // Packed code rows: a row of n codes is split into 16-byte groups of 128/b codes; within a group
 // code r lives in byte (r % 16) at bit offset b * (r / 16). Eight consecutive codes therefore sit
