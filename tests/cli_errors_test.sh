@@ -159,8 +159,11 @@ if [ -f "$MODEL" ]; then
   expect_success info_ngl "qevict: note: -ngl is ignored" "$BIN" info -m "$MODEL" --n-gpu-layers 0
   # qevict chat: a missing document, no room to answer, a conversation beyond the context.
   expect_clean_failure chat_missing_document "cannot read" "$BIN" chat -m "$MODEL" -f /nonexistent
-  expect_clean_failure chat_prompt_cache_without_document "give it with -f" \
+  # --prompt-cache without -f starts from the document the file holds: none there is an error.
+  expect_clean_failure chat_prompt_cache_without_document "does not exist: give the document with -f" \
     "$BIN" chat -m "$MODEL" --prompt-cache /tmp/qevict-no-document.qpc </dev/null
+  expect_clean_failure chat_prompt_cache_system_without_document "holds its system message" \
+    "$BIN" chat -m "$MODEL" --system "Be brief." --prompt-cache /tmp/qevict-no-document.qpc </dev/null
   expect_clean_failure chat_prompt_cache_ro_alone "--prompt-cache" \
     "$BIN" chat -m "$MODEL" --prompt-cache-ro </dev/null
   expect_clean_failure chat_zero_n "-n 0: -n must be >= 1 for chat" "$BIN" chat -m "$MODEL" -n 0 </dev/null

@@ -61,6 +61,30 @@ std::vector<int32_t> DocumentTokens(const LoadedModel& m, const std::vector<Chat
   return split.tokens;
 }
 
+// What stands for the document when a chat starts from a saved document turn without -f: only
+// the rendering after it is used (the file holds the tokens up to the document's end).
+const std::string kStandInDocument = "document";
+
+// Restores the document turn `f.prompt_cache` holds into the conversation and returns its
+// tokens; a file that does not exist is an error (nothing to start from without -f).
+std::vector<int32_t> StartFromPromptCache(const ChatFlags& f, Conversation& conversation) {
+  const PromptCacheKey key = MakePromptCacheKey(f.model, f.kv.Resolve());
+  std::optional<PromptCacheFile> file = PromptCacheFile::Open(f.prompt_cache, key);
+  if (!file) {
+    throw Error("prompt cache '" + f.prompt_cache + "' does not exist: give the document with -f "
+                "to read it once and save it there");
+  }
+  if (file->tokens().empty()) {
+    throw Error("prompt cache '" + f.prompt_cache + "' holds no tokens: give the document with -f");
+  }
+  file->RestoreInto(conversation);
+  std::fprintf(stderr,
+               "[document] %zu tokens from the prompt cache '%s' (its document turn: the "
+               "conversation starts there)\n",
+               file->tokens().size(), f.prompt_cache.c_str());
+  return file->tokens();
+}
+
 // Reads the document into the conversation before the first question (from --prompt-cache when
 // the file holds it) and says what it cost on stderr.
 void ReadDocument(const ChatFlags& f, const std::vector<int32_t>& document,
@@ -134,15 +158,23 @@ int Chat(const ChatFlags& f) {
 
   std::vector<ChatMessage> messages;
   if (!f.system.empty()) messages.push_back({"system", f.system});
-  if (!f.prompt_cache.empty() && document.empty()) {
-    throw Error("--prompt-cache in chat needs the document it holds: give it with -f (the file "
-                "is used when the conversation starts with that document's tokens)");
-  }
   // With --prompt-cache the document turn is a prompt of its own, which the file holds; without,
   // the document and the first message are one prompt, as the server reads the same
   // conversation (its kept sessions continue exactly as this command does).
   const bool document_turn = !f.prompt_cache.empty();
-  if (document_turn) {
+  // --prompt-cache without -f: the conversation starts from the document turn the file holds
+  // (saved by `chat -f DOC --prompt-cache` or `run --chat --prompt-cache`); every turn's prompt
+  // is its tokens, then the rest of the rendering after the document (the chat template renders
+  // it the same whatever the document: DocumentTokens splits there).
+  std::vector<int32_t> saved_opening;
+  if (document_turn && document.empty()) {
+    if (!f.system.empty()) {
+      throw Error("--system with --prompt-cache and no -f: the file's document turn already "
+                  "holds its system message; give the document with -f to start another");
+    }
+    saved_opening = StartFromPromptCache(f, conversation);
+  }
+  if (document_turn && saved_opening.empty()) {
     const std::vector<int32_t> tokens = DocumentTokens(m, messages, document);
     if (static_cast<int64_t>(tokens.size()) + f.n_predict > context) {
       throw Error("the document (" + std::to_string(tokens.size()) + " tokens) + -n " +
@@ -164,7 +196,9 @@ int Chat(const ChatFlags& f) {
     std::fprintf(stderr,
                  "qevict chat: %s, kv policy %s%s. One message per line; /exit or Ctrl-D ends.\n",
                  f.model.c_str(), f.kv.policy.c_str(),
-                 document.empty() ? "" : ", the document opens your first message");
+                 !saved_opening.empty() ? ", the saved document opens the conversation"
+                 : document.empty()     ? ""
+                                        : ", the document opens your first message");
   }
   const size_t first_user = messages.size();
   std::string line;
@@ -180,13 +214,25 @@ int Chat(const ChatFlags& f) {
     if (line.empty()) continue;
     ++turn;
     const bool first = turn == 1;
-    messages.push_back({"user", first && !document.empty()
-                                    ? document + std::string(kDocumentSeparator) + line
+    // From a saved document turn alone, a stand-in document marks where the file's tokens end.
+    const std::string& opening_text = saved_opening.empty() ? document : kStandInDocument;
+    messages.push_back({"user", first && !opening_text.empty()
+                                    ? opening_text + std::string(kDocumentSeparator) + line
                                     : line});
     // With a document turn, split where DocumentTokens ends: every turn starts with its tokens.
-    const std::vector<int32_t> prompt =
-        !document_turn ? m.EncodeChat(messages, /*add_generation_prompt=*/true)
-                       : EncodeChatSplit(m, messages, first_user, document.size()).tokens;
+    std::vector<int32_t> prompt;
+    if (!document_turn) {
+      prompt = m.EncodeChat(messages, /*add_generation_prompt=*/true);
+    } else {
+      SplitChatPrompt split = EncodeChatSplit(m, messages, first_user, opening_text.size());
+      if (saved_opening.empty()) {
+        prompt = std::move(split.tokens);
+      } else {
+        prompt = saved_opening;
+        prompt.insert(prompt.end(), split.tokens.begin() + static_cast<ptrdiff_t>(split.stable),
+                      split.tokens.end());
+      }
+    }
     const int64_t needed = static_cast<int64_t>(prompt.size()) + f.n_predict;
     if (needed > context) {
       throw Error("the conversation (" + std::to_string(prompt.size()) + " tokens) + -n " +
@@ -255,7 +301,8 @@ std::function<int()> RegisterChat(CLI::App& app) {
   CLI::Option* cache = cmd->add_option(
       "--prompt-cache", flags->prompt_cache,
       "file of the compressed KV cache after the document (-f): read from it when it holds "
-      "this document, saved to it otherwise (as `run --chat --prompt-cache` saves it)");
+      "this document, saved to it otherwise (as `run --chat --prompt-cache` saves it); without "
+      "-f the conversation starts from the document the file holds");
   cmd->add_flag("--prompt-cache-ro", flags->prompt_cache_ro,
                 "read --prompt-cache but never write it")
       ->needs(cache);
