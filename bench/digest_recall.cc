@@ -30,9 +30,8 @@
 #include <vector>
 
 #include "engine/loaded_model.h"
+#include "engine/session.h"
 #include "kv/full_cache.h"
-#include "kv/interleaved_cache.h"
-#include "kv/sliding_window_cache.h"
 #include "kv/window_digest.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -72,21 +71,6 @@ class QueryCapture final : public KvCache {
 
 // The cache a session would build for the `full` policy (engine/session.cc): a FullCache, or
 // with sliding-window layers rings for those beside a FullCache of the global layers.
-std::unique_ptr<KvCache> MakeFullSessionCache(const TransformerModel& model, int64_t n_ctx,
-                                              const RopeTables& ropes) {
-  const KvGeometry geometry = model.kv_geometry(n_ctx);
-  auto global = std::make_unique<FullCache>(geometry, *ropes.global);
-  if (geometry.ring_layers == 0) return global;
-  KvGeometry ring_geometry = geometry;
-  ring_geometry.n_layers = geometry.ring_layers;
-  ring_geometry.ring_layers = 0;
-  ring_geometry.ring_window = 0;
-  auto rings = std::make_unique<SlidingWindowCache>(
-      ring_geometry, static_cast<int>(geometry.ring_window), ropes.sliding());
-  return std::make_unique<InterleavedCache>(model.config().sliding, std::move(global),
-                                            std::move(rings), geometry);
-}
-
 std::vector<int> TopK(const std::vector<double>& score, int k) {
   std::vector<int> idx(score.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
@@ -179,7 +163,10 @@ int Main(int argc, char** argv) {
   }
   const KvGeometry geo = m.model->kv_geometry(T);
   const RopeTables ropes = m.model->MakeRopes(T);
-  std::unique_ptr<KvCache> session_cache = MakeFullSessionCache(*m.model, T, ropes);
+  std::unique_ptr<KvCache> session_cache = MakeSessionCache(
+      *m.model, T, ropes, [](const KvGeometry& g, const Rope& rope) -> std::unique_ptr<KvCache> {
+        return std::make_unique<FullCache>(g, rope);
+      });
   QueryCapture cache(*session_cache, cfg.n_layers, geo.n_heads, geo.head_dim);
   ThreadPool pool(2);
   const int chunk = 256;

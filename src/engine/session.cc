@@ -12,6 +12,8 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+}  // namespace
+
 // The session's cache: the factory's for every layer, or, with sliding-window layers, rings for
 // those beside the factory's cache for the global layers.
 std::unique_ptr<KvCache> MakeSessionCache(const TransformerModel& model, int64_t n_ctx,
@@ -30,7 +32,6 @@ std::unique_ptr<KvCache> MakeSessionCache(const TransformerModel& model, int64_t
   return std::make_unique<InterleavedCache>(model.config().sliding, std::move(global),
                                             std::move(rings), geometry);
 }
-}  // namespace
 
 Session::Session(const TransformerModel& model, ThreadPool& pool, const SessionOptions& options,
                  const KvCacheFactory& make_cache)

@@ -23,6 +23,12 @@ using KvCacheFactory =
 
 class Session;
 
+// The cache a session of this model holds: make_cache's for every layer, or, with
+// sliding-window layers, rings for those beside make_cache's cache for the global layers.
+std::unique_ptr<KvCache> MakeSessionCache(const TransformerModel& model, int64_t n_ctx,
+                                          const RopeTables& ropes,
+                                          const KvCacheFactory& make_cache);
+
 struct SessionOptions {
   int64_t n_ctx = 0;         // tokens this session may hold in total (prompt + generated)
   int prefill_chunk = 256;   // tokens per forward pass while prefilling (each ends in EndBatch)
