@@ -48,7 +48,7 @@ timeout 10 qemu-aarch64 -L /usr/aarch64-linux-gnu "$probe" || qemu_runs=0
 # alone are built: every Highway kernel for NEON, SVE and SVE2 and the portable code, which is
 # what the cross-build checks (the tests' own code is the same C++ the x86 build compiles;
 # ARM_BUILD_TESTS=1, as `make test-long` sets it, builds them all the same).
-CORE_LIBS=(qevict_util qevict_quant qevict_gguf qevict_kernels qevict_kv qevict_policy)
+CORE_LIBS=(qevict_util qevict_quant qevict_gguf qevict_kernels qevict_kv qevict_policy_archive)
 targets=()
 [ "$qemu_runs" = 1 ] || [ "${ARM_BUILD_TESTS:-0}" = 1 ] || targets=(--target "${CORE_LIBS[@]}")
 stage build-arm bash -c "scripts/configure.sh '$BUILD' -DCMAKE_TOOLCHAIN_FILE='$PWD/cmake/aarch64-linux-gnu.cmake' \
