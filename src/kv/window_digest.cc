@@ -139,21 +139,23 @@ void WindowDigest::BuildIntoFromFp16(DigestKind kind, const DigestGeometry& g, c
 }
 
 WindowDigest WindowDigest::Build(DigestKind kind, const DigestGeometry& g, const float* keys) {
-  WindowDigest dg;
-  dg.kind_ = kind;
-  dg.g_ = g;
-  dg.bytes_.resize(static_cast<size_t>(DigestBytes(kind, g)));
+  WindowDigest dg = Empty(kind, g);
   BuildDigest(kind, g, keys, dg.bytes_.data());
   return dg;
 }
 
 WindowDigest WindowDigest::BuildFromFp16(DigestKind kind, const DigestGeometry& g,
                                          const uint16_t* keys) {
+  WindowDigest dg = Empty(kind, g);
+  BuildDigest(kind, g, keys, dg.bytes_.data());
+  return dg;
+}
+
+WindowDigest WindowDigest::Empty(DigestKind kind, const DigestGeometry& g) {
   WindowDigest dg;
   dg.kind_ = kind;
   dg.g_ = g;
   dg.bytes_.resize(static_cast<size_t>(DigestBytes(kind, g)));
-  BuildDigest(kind, g, keys, dg.bytes_.data());
   return dg;
 }
 

@@ -84,6 +84,7 @@ class WindowDigest {
   static WindowDigest Read(ByteReader& in, const DigestGeometry& g);
 
  private:
+  static WindowDigest Empty(DigestKind kind, const DigestGeometry& g);  // sized, all zero
   DigestKind kind_ = DigestKind::kQuestBound;
   DigestGeometry g_;
   std::vector<uint8_t> bytes_;
