@@ -23,6 +23,7 @@ SAMPLES = {"INT": "1", "UINT": "1", "FLOAT": "0.5", "TEXT": "x"}
 # Values that must be of a particular form for the parse (not the run) to succeed.
 SPECIAL = {"--shard": "0/1", "--prefill-mode": "bounded", "--prompt-style": "auto",
            "--perf-phase": "decode", "--kv-ratio": "0.9", "--kv-budget-bytes": "64m",
+           "--kv-cold-disk-limit": "1g",
            "--kv-memory-limit": "512m", "--max-body": "1m", "-o": "/nonexistent-out",
            "--out": "/nonexistent-out", "--ctx": "512", "--policies": "qevict",
            "--tasks": "niah"}

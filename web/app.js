@@ -6,7 +6,7 @@
 
 const $ = (id) => document.getElementById(id);
 const KEY_STORAGE = "qevict-api-key";
-const TIER_CLASS = ["fp16", "quant", "evicted"];
+const TIER_CLASS = ["fp16", "quant", "evicted", "cold"];  // by Tier (src/kv/routing.h)
 
 const state = {
   apiKey: localStorage.getItem(KEY_STORAGE) || "",
@@ -296,9 +296,9 @@ function renderStrip(report) {
     const cell = document.createElement("div");
     cell.className = "cell";
     cell.dataset.window = i;
-    const total = w.fp16 + w.quant + w.evicted;
+    const total = w.fp16 + w.quant + w.evicted + (w.cold || 0);
     if (layerChoice === "all") {
-      for (const [tier, count] of [["fp16", w.fp16], ["quant", w.quant], ["evicted", w.evicted]]) {
+      for (const [tier, count] of [["fp16", w.fp16], ["quant", w.quant], ["cold", w.cold || 0], ["evicted", w.evicted]]) {
         if (count === 0) continue;
         const part = document.createElement("i");
         part.className = tier;
@@ -314,7 +314,8 @@ function renderStrip(report) {
         (t) => t > 0 && t >= w.first_token && t < w.first_token + w.n_tokens);
     if (turnStart >= 0) cell.classList.add("turn-start");
     cell.title = "tokens " + w.first_token + "-" + (w.first_token + w.n_tokens - 1) + ": " +
-        w.fp16 + " layers fp16, " + w.quant + " " + tiers.bits + "-bit, " + w.evicted +
+        w.fp16 + " layers fp16, " + w.quant + " " + tiers.bits + "-bit, " +
+        (w.cold ? w.cold + " cold (on disk, recallable), " : "") + w.evicted +
         (cold ? " cold" : " evicted") + "; mean score " + w.mean_score.toPrecision(3) +
         (turnStart >= 0 ? "; turn " + (turnStart + 1) + " starts here" : "");
     strip.appendChild(cell);

@@ -45,6 +45,14 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
     j["sliding_layers"] = s.sliding_layers;
     j["sliding_window"] = s.sliding_window;
   }
+  if (s.cold_written_bytes > 0 || s.cold_windows > 0) {  // the cold tier (qevict-recall)
+    j["cold_windows"] = s.cold_windows;
+    j["cold_ram_bytes"] = s.cold_ram_bytes;
+    j["cold_written_bytes"] = s.cold_written_bytes;
+    j["cold_read_bytes"] = s.cold_read_bytes;
+    j["cold_score_read_bytes"] = s.cold_score_read_bytes;
+    j["recalls"] = s.recalls;
+  }
   if (s.prior_seconds > 0.0) j["prior_s"] = s.prior_seconds;
   if (s.external_score_tokens > 0) {  // reconstruction scoring ran (engine/score_hooks.h)
     j["external_score_s"] = s.external_score_seconds;

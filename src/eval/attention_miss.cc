@@ -3,14 +3,18 @@
 namespace qevict {
 namespace {
 
-// [layer][window]: whether each window of the policy's cache is in `tier`.
+// [layer][window]: whether each window of the policy's cache is in `tier` (kEvicted: not
+// attended, dropped or in the cold tier).
 std::vector<std::vector<uint8_t>> WindowsIn(const TieredCache& cache, Tier tier) {
   const int n_layers = cache.geometry().n_layers;
   std::vector<std::vector<uint8_t>> out(n_layers);
   for (int l = 0; l < n_layers; ++l) {
     const WindowView view = cache.View(l);
     out[l].resize(view.windows.size());
-    for (size_t w = 0; w < view.windows.size(); ++w) out[l][w] = view.windows[w].tier == tier;
+    for (size_t w = 0; w < view.windows.size(); ++w) {
+      const Tier t = view.windows[w].tier;
+      out[l][w] = t == tier || (tier == Tier::kEvicted && t == Tier::kCold);
+    }
   }
   return out;
 }

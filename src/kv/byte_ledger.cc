@@ -89,10 +89,16 @@ int64_t ByteLedger::WorstReservedBytes(const KvConfig& config, const KvGeometry&
 // ---- what the cache holds -------------------------------------------------------------------
 
 int64_t ByteLedger::MetaBytes() const {
-  // Window records, the position of every stored token (needed for RoPE at read time) and the
-  // observation queries a policy keeps.
+  // Window records, the position of every stored token (needed for RoPE at read time), the
+  // observation queries a policy keeps, and the cold tier's records, digests and checksums.
   return table_.ResidentRecords() * kRecordBytes + table_.stored_tokens() * kPositionBytes +
-         observation_.bytes();
+         observation_.bytes() + ColdRamBytes();
+}
+
+int64_t ByteLedger::ColdRamBytes() const {
+  if (store_.disk() == nullptr) return 0;
+  return table_.ColdRecords() * (static_cast<int64_t>(sizeof(ColdRecord)) + table_.digest_bytes()) +
+         store_.disk()->live_slots() * kColdSlotBytes;
 }
 
 int64_t ByteLedger::ResidentBytes() const {
@@ -101,12 +107,18 @@ int64_t ByteLedger::ResidentBytes() const {
 
 int64_t ByteLedger::AllocatorResidentBytes() const { return store_.CountLiveBytes() + MetaBytes(); }
 
-int64_t ByteLedger::ReservedBytes() const { return store_.reserved_bytes() + observation_.bytes(); }
+int64_t ByteLedger::ReservedBytes() const {
+  return store_.reserved_bytes() + observation_.bytes() + ColdRamBytes();
+}
 
 int64_t ByteLedger::FloorBytes(const LayerWindows& l) const {
-  const int64_t recent_windows = static_cast<int64_t>(l.windows.size() - table_.BandSize(l));
+  const int64_t band = static_cast<int64_t>(table_.BandSize(l));
+  const int64_t recent_windows = static_cast<int64_t>(l.windows.size()) - band;
+  // With a cold tier every band window may go cold and every cold window stays: their cold
+  // cost is paid first, so a plan's tiers cost what they cost without one.
   return (l.sink_block != BlockPool::kNoBlock ? sink_block_bytes_ : 0) +
-         recent_windows * fp_window_cost();
+         recent_windows * fp_window_cost() +
+         (band + static_cast<int64_t>(l.cold.size())) * cold_window_cost();
 }
 
 int64_t ByteLedger::FloorsOfAllLayers() const {
@@ -137,7 +149,8 @@ int64_t ByteLedger::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) cons
     const int64_t band = std::max<int64_t>(0, n - recent - sinks) / window;
     const bool grows = n >= sinks && (n - sinks) % window == 0;
     const int64_t per_layer = (sinks > 0 ? sink_block_bytes_ : 0) +
-                              (windows - band + (grows ? 1 : 0)) * fp_window_cost();
+                              (windows - band + (grows ? 1 : 0)) * fp_window_cost() +
+                              band * cold_window_cost();
     worst = std::max(worst, per_layer * geo_.n_layers + (n + 1) * kPositionBytes);
   }
   return worst;
@@ -231,6 +244,14 @@ KvStats ByteLedger::Stats() const {
   s.meta_bytes = MetaBytes();
   s.cold_bytes = store_.cold() ? store_.cold()->live_bytes() : 0;
   s.cold_peak_bytes = store_.cold() ? store_.cold()->peak_bytes() : 0;
+  if (const DiskColdStore* disk = store_.disk()) {
+    s.cold_bytes = disk->live_bytes();
+    s.cold_peak_bytes = disk->peak_bytes();
+    s.cold_windows = table_.ColdRecords();
+    s.cold_ram_bytes = ColdRamBytes();
+    s.cold_written_bytes = disk->bytes_written();
+    s.cold_read_bytes = disk->bytes_read();
+  }
   s.full_fp16_bytes = s.tokens_seen * geo_.fp16_bytes_per_token();
   s.pool_reserved_bytes = store_.reserved_bytes();
   s.reserved_bytes = ReservedBytes();

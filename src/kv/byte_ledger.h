@@ -49,6 +49,16 @@ class ByteLedger {
   int64_t sink_block_bytes() const { return sink_block_bytes_; }
   int64_t fp_window_cost() const { return fp_block_bytes_ + kRecordBytes; }  // block + record
   int64_t q_window_cost() const { return q_block_bytes_ + kRecordBytes; }
+  // Cold tier: RAM per cold window (its record, its digest, its slot's checksum and liveness);
+  // 0 without a cold tier. Every band and cold window is charged it in the floor.
+  static constexpr int64_t kColdSlotBytes = 9;  // CRC-32C, live flag, free-list entry
+  int64_t cold_window_cost() const {
+    return table_.digest_bytes() > 0
+               ? static_cast<int64_t>(sizeof(ColdRecord)) + table_.digest_bytes() + kColdSlotBytes
+               : 0;
+  }
+  // RAM the cold tier holds now: cold records and digests, and a checksum per disk slot.
+  int64_t ColdRamBytes() const;
 
   // ---- what the cache holds now ----
   // Window records, token positions and the observation buffer.

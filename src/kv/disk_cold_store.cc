@@ -115,9 +115,9 @@ void DiskColdStore::WriteAll(int32_t slot, const void* block) {
   }
 }
 
-void DiskColdStore::Read(int32_t slot, void* dst) { ReadBlocks({&slot, 1}, dst); }
+void DiskColdStore::Read(int32_t slot, void* dst) const { ReadBlocks({&slot, 1}, dst); }
 
-void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, void* dst) {
+void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, void* dst) const {
   auto* out = static_cast<uint8_t*>(dst);
   for (int32_t slot : slots) {
     QEVICT_CHECK(slot >= 0 && static_cast<size_t>(slot) < live_.size() && live_[slot]);
@@ -131,7 +131,7 @@ void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, void* dst) {
   }
 }
 
-void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) {
+void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) const {
   const int64_t total = n * block_bytes_;
   const off_t base = static_cast<off_t>(slots[0]) * block_bytes_;
   int64_t done = 0;

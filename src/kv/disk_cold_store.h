@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -40,12 +41,14 @@ class DiskColdStore {
   // fails (ENOSPC, EDQUOT, EIO...).
   int32_t Write(const void* block);
   // Reads one block into dst (block_bytes bytes), checksum verified.
-  void Read(int32_t slot, void* dst);
+  // Reads are safe from several threads at once (pread; the counter is atomic), not beside a
+  // Write, Free or Reset.
+  void Read(int32_t slot, void* dst) const;
   // Reads slots.size() blocks into dst, block i at dst + i * block_bytes: one layer's recalls
   // at once. Runs of consecutive slots are read with one call. Every block's checksum is
   // verified; a short read (the file was truncated) or a mismatch throws qevict::Error naming
   // the slot.
-  void ReadBlocks(std::span<const int32_t> slots, void* dst);
+  void ReadBlocks(std::span<const int32_t> slots, void* dst) const;
   // Gives a slot back (its block is no longer needed); its disk space is released.
   void Free(int32_t slot);
   // Frees every slot and gives the whole file's space back.
@@ -56,7 +59,7 @@ class DiskColdStore {
   int64_t live_bytes() const { return live_slots_ * block_bytes_; }  // on disk now
   int64_t peak_bytes() const { return peak_slots_ * block_bytes_; }
   int64_t bytes_written() const { return bytes_written_; }  // since creation, Reset included
-  int64_t bytes_read() const { return bytes_read_; }
+  int64_t bytes_read() const { return bytes_read_.load(); }
   int64_t disk_limit_bytes() const { return disk_limit_bytes_; }
   // RAM the store keeps per slot ever used (checksum and liveness): beside the digests, what the
   // cold tier costs in memory.
@@ -72,7 +75,7 @@ class DiskColdStore {
 
  private:
   void WriteAll(int32_t slot, const void* block);
-  void ReadRun(const int32_t* slots, int n, uint8_t* dst);
+  void ReadRun(const int32_t* slots, int n, uint8_t* dst) const;
   void Verify(int32_t slot, const uint8_t* block) const;
   void ReleaseSpace(int64_t offset, int64_t bytes);
   std::string Where(int32_t slot) const;
@@ -88,7 +91,7 @@ class DiskColdStore {
   int64_t live_slots_ = 0;
   int64_t peak_slots_ = 0;
   int64_t bytes_written_ = 0;
-  int64_t bytes_read_ = 0;
+  mutable std::atomic<int64_t> bytes_read_{0};
   WriteCall write_call_;
 };
 

@@ -74,7 +74,7 @@ struct KvStats {
   int64_t fp16_bytes = 0;       // fp16 tier, including sinks and the recent region
   int64_t quant_bytes = 0;      // codes + scales + zeros of quantized windows
   int64_t meta_bytes = 0;       // per-window bookkeeping charged to the budget
-  int64_t cold_bytes = 0;       // exact-recovery cold store (outside the budget, reported)
+  int64_t cold_bytes = 0;       // exact-recovery cold store or cold tier on disk (outside the budget, reported)
   int64_t peak_bytes = 0;       // max of resident bytes over the run
   int64_t budget_bytes = -1;    // -1 when unlimited
   int64_t full_fp16_bytes = 0;  // what an fp16 cache of tokens_seen tokens would hold
@@ -108,6 +108,15 @@ struct KvStats {
   // The least the cache holds whatever the budget: sinks, recent windows, the growing window,
   // positions and policy buffers, at their largest over the run (-1 without a budget).
   int64_t floor_bytes = -1;
+  // Cold tier (qevict-recall; 0 without one): windows on disk, the RAM their records, digests
+  // and checksums hold (inside meta_bytes and the budget), what the disk store wrote and read
+  // (recall candidates scored at prompt ends, recalled windows, promotions), recalls made.
+  int64_t cold_windows = 0;
+  int64_t cold_ram_bytes = 0;
+  int64_t cold_written_bytes = 0;
+  int64_t cold_read_bytes = 0;
+  int64_t cold_score_read_bytes = 0;  // of cold_read_bytes: candidates read to be scored
+  int64_t recalls = 0;
   // Sliding-window layers (kv/interleaved_cache.h): their rings' bytes, already counted in
   // fp16_bytes and every total above, how many layers and their window (0 without any).
   int64_t sliding_bytes = 0;

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/window_digest.h"
+
 namespace qevict {
 struct KvGeometry;
 }
@@ -77,7 +79,13 @@ struct KvConfig {
   ScoreSource score_source = ScoreSource::kReconstruction;
   int reconstruction_chunk = 512;  // context tokens per reconstruction forward pass (choice)
   int expected_future = 512;       // expected attention: future positions averaged over (choice)
-  std::string cold_store_dir;  // exact recovery: directory of the cold-store file ("" = $TMPDIR or /tmp)
+  // Exact recovery and the cold tier: directory of the cold-store file ("" = $TMPDIR or /tmp).
+  std::string cold_store_dir;
+  // Cold tier (a policy that keeps_cold(): qevict-recall): the digest of each cold window, and
+  // the most bytes the cold file may hold on disk (-1: no limit but the disk's).
+  DigestKind cold_digest = DigestKind::kMeanKey;
+  int64_t cold_disk_limit = -1;
+  int recall_candidates = 32;  // cold windows per layer read back and scored exactly per prompt
 
   // Observation window: the last prompt queries whose attention the cache keeps for the
   // policies that score the question (snapkv, pyramidkv, qevict-qa; expected attention).

@@ -246,6 +246,46 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .get = &GetField<&KvConfig::cold_store_dir>,
        .set = &SetField<&KvConfig::cold_store_dir>,
        .default_doc = "`$TMPDIR` or `/tmp`"},
+      {.key = "cold_digest",
+       .type = T::kChoice,
+       .help = "cold tier (qevict-recall): the digest kept in RAM per cold window to rank it "
+               "for recall",
+       .doc = "cold tier (`qevict-recall`): the digest kept in RAM per cold window, from which "
+              "recall ranks it without reading it (docs/kv-cache.md, \"Cold tier and recall\")",
+       .origin = "*choice* (Quest's bounds, InfLLM's representative key; chosen by the measured "
+                 "recall)",
+       .our_choice = true,
+       .choices = {"mean-key", "quest-minmax", "sign-sketch"},
+       .eval_variant = true,
+       .get = [](const KvConfig& c) { return KvValue(std::string(DigestKindName(c.cold_digest))); },
+       .set =
+           [](KvConfig& c, const KvValue& v) {
+             c.cold_digest = ParseDigestKind(std::get<std::string>(v));
+           }},
+      {.key = "recall_candidates",
+       .type = T::kInt,
+       .help = "cold tier: cold windows per layer the digests shortlist at each prompt end, read "
+               "back and ranked by their exact attention",
+       .origin = "*choice* (ours: Quest and ArkVale rank by the digest alone)",
+       .our_choice = true,
+       .min = 0,
+       .request_max = 4096,
+       .eval_variant = true,
+       .get = &GetField<&KvConfig::recall_candidates>,
+       .set = &SetField<&KvConfig::recall_candidates>},
+      {.key = "cold_disk_limit",
+       .type = T::kBytes,
+       .help = "cold tier: the most bytes its file may hold on disk (-1: the disk's own limit)",
+       .doc = "cold tier: the most bytes its file may hold on disk; a window that would pass it "
+              "is an error naming the limit (default: the disk's own)",
+       .origin = "*choice*",
+       .our_choice = true,
+       .min = 1,
+       .range_note = " (a positive number of bytes)",
+       .request = false,  // the server's own --kv-cold-disk-limit caps what a session writes
+       .get = &GetField<&KvConfig::cold_disk_limit>,
+       .set = &SetField<&KvConfig::cold_disk_limit>,
+       .default_doc = "none"},
   };
   return options;
 }

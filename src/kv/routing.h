@@ -19,6 +19,11 @@ enum class Tier : uint8_t {
   kFp16 = 0,     // keys (after RoPE) and values in fp16
   kQuant = 1,    // b-bit codes + fp16 scales/zeros, dequantized inside attention
   kEvicted = 2,  // nothing stored; never comes back
+  // On disk (cold tier, a policy that keeps_cold()): the exact fp16 window in the cache's cold
+  // file and a digest in RAM; not attended; recalled into fp16 when a question ranks it back.
+  // A window record never holds it: cold windows are listed apart (LayerWindows::cold), and a
+  // plan's kEvicted for a band window means "to the cold tier" when the cache keeps one.
+  kCold = 3,
 };
 const char* TierName(Tier tier);
 
@@ -29,6 +34,18 @@ struct BandWindow {
   Tier tier = Tier::kFp16;
   float score = 0.0f;      // importance per KvConfig::score, over every query so far
   float last_mass = 0.0f;  // attention mass from the latest query, averaged over heads
+};
+
+// One cold window of a layer (cold tier), as a policy sees it at a routing step.
+struct ColdWindow {
+  int64_t index = 0;      // window number within the layer
+  int32_t first_pos = 0;  // position of its first token
+  // A recall candidate: the digest ranked it among the layer's best cold windows for the
+  // latest prompt queries, the cache read it back, and `score` is its exact attention share
+  // (on the scale of LayerBand::recall). Windows that are not candidates cannot be recalled at
+  // this step (score 0).
+  bool candidate = false;
+  float score = 0.0f;
 };
 
 struct LayerBand {
@@ -48,6 +65,12 @@ struct LayerBand {
   // kv/window_priors.h), indexed by window index (entries of windows they do not cover, or of
   // evicted ones, are 0). Empty when none was given since the last routing step that consumed them.
   std::span<const float> external;
+  // Cold tier (a policy that keeps_cold(), after a prompt batch): the exact attention share of
+  // the latest prompt queries on every resident window and every recall candidate, as if the
+  // candidates were resident too (kv/recall_source.h), by window index (0 for the rest; empty
+  // when there is no such step). The layer's cold windows, oldest first, are in `cold`.
+  std::span<const float> recall;
+  std::span<const ColdWindow> cold;
   // The recent windows (indices first_recent_index, +1, ...): never routed, shown so that a
   // policy can read their scores (e.g. to snapshot them at a prompt end).
   std::span<const BandWindow> recent;
@@ -67,6 +90,10 @@ struct RoutingContext {
   std::span<const LayerBand> layers;
   int64_t fp_window_bytes = 0;  // one window in the fp16 tier, metadata included
   int64_t q_window_bytes = 0;   // one window in the quantized tier, metadata included
+  // One window in the cold tier (its record, digest and checksum), already paid for every band
+  // and cold window before the budget is shared out: a plan's tiers cost what they did without
+  // a cold tier.
+  int64_t cold_window_bytes = 0;
   BatchKind trigger = BatchKind::kPromptEnd;  // the batch that ended before this step
   bool first_routing = false;                 // the first routing step of the run
   int64_t routing_step = 0;                   // 0, 1, 2, ... within the run
@@ -74,6 +101,9 @@ struct RoutingContext {
 
 struct Plan {
   std::vector<std::vector<Tier>> targets;  // [layer][band window] target tier
+  // [layer] positions in LayerBand::cold of recall candidates to bring back into fp16 (cold
+  // tier only; each costs fp_window_bytes of the layer's band budget).
+  std::vector<std::vector<int>> recall;
   bool infeasible = false;  // the policy cannot meet the budget (the cache then may exceed it)
   std::string note;         // why, for KvStats::note
 
@@ -95,6 +125,9 @@ class Policy {
   virtual bool wants_external_scores() const { return false; }
   // Whether the policy ever puts a window in the quantized tier (sizes what the cache may map).
   virtual bool quantizes() const { return false; }
+  // Whether windows the policy evicts go to a cold tier on disk (exact, with a digest in RAM)
+  // from which it recalls them (LayerBand::cold, Plan::recall) rather than being dropped.
+  virtual bool keeps_cold() const { return false; }
   // Whether the policy ever evicts a window. One that never does (kivi) keeps every band window
   // at least quantized whatever the budget, which sizes the most its cache can hold
   // (TieredCache::WorstReservedBytes).

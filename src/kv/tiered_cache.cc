@@ -12,6 +12,7 @@ const char* TierName(Tier tier) {
   switch (tier) {
     case Tier::kFp16: return "fp16";
     case Tier::kQuant: return "quant";
+    case Tier::kCold: return "cold";
     default: return "evicted";
   }
 }
@@ -23,6 +24,7 @@ void Plan::ResetTo(const RoutingContext& context) {
     targets[l].resize(band.size());
     for (size_t j = 0; j < band.size(); ++j) targets[l][j] = band[j].tier;
   }
+  recall.assign(context.layers.size(), {});
   infeasible = false;
   note.clear();
 }
@@ -36,11 +38,13 @@ TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, con
       qlayout_(QuantLayout::Make(geometry.n_kv_heads, config.window, geometry.head_dim,
                                  config.bits, config.value_group)),
       store_(config, geometry, qlayout_,
-             int64_t{geometry.n_layers} * ((geometry.max_tokens + config.window - 1) / config.window + 1)),
+             int64_t{geometry.n_layers} * ((geometry.max_tokens + config.window - 1) / config.window + 1),
+             policy_->keeps_cold()),
       table_(config, geometry.n_layers, geometry.max_tokens),
       observation_(geometry.n_layers, config.snapkv_window, geometry.n_heads, geometry.head_dim),
       ledger_(config_, geo_, qlayout_, table_, store_, observation_),
-      query_(false) {
+      query_(false),
+      recall_(policy_->keeps_cold(), config.cold_digest, config.recall_candidates) {
   config_.Validate();
   QEVICT_CHECK(policy_ != nullptr);
   QEVICT_CHECK(geo_.n_layers > 0 && geo_.n_kv_heads > 0 && geo_.head_dim > 0 &&
@@ -49,6 +53,11 @@ TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, con
   mass_.Configure(geo_, config_.window, table_.max_windows());
   query_.set_wanted(policy_->wants_observation());
   external_ = MakeWindowScoreSource(config_, geo_.n_layers, policy_->wants_external_scores());
+  if (cold_tier()) {
+    table_.set_digest_bytes(DigestBytes(
+        config_.cold_digest, DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window}));
+    recall_.set_disk(store_.disk());
+  }
 }
 
 TieredCache::~TieredCache() = default;
@@ -183,7 +192,13 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
 
 void TieredCache::ReleaseWindow(WindowRecord& w) {
   if (w.tier != Tier::kEvicted) store_.Free(WindowStore::KindOf(w.tier), w.block);
-  if (w.cold_slot >= 0) store_.cold()->Free(w.cold_slot);
+  if (w.cold_slot >= 0) {
+    if (cold_tier()) {
+      store_.FreeDisk(w.cold_slot);
+    } else {
+      store_.cold()->Free(w.cold_slot);
+    }
+  }
   w.cold_slot = -1;
   w.block = BlockPool::kNoBlock;
   w.tier = Tier::kEvicted;

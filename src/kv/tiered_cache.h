@@ -39,6 +39,7 @@
 #include "kv/byte_ledger.h"
 #include "kv/kv_quantizer.h"
 #include "kv/observation_buffer.h"
+#include "kv/recall_source.h"
 #include "kv/routing.h"
 #include "kv/score_sources.h"
 #include "kv/window_store.h"
@@ -194,6 +195,11 @@ class TieredCache : public KvCache, private ResidentReader {
   void Apply(const Plan& plan, ThreadPool& pool);
   void CompactStore();
   void Demote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
+  // Cold tier: a band window leaves RAM for the disk store (its exact fp16 block written once,
+  // its digest kept); a cold window comes back into fp16 (tiered_routing.cc).
+  void ToCold(LayerWindows& l, WindowRecord& w, std::vector<uint8_t>& bytes);
+  void RecallLayer(LayerWindows& l, std::span<const int32_t> indices, std::vector<uint8_t>& bytes);
+  bool cold_tier() const { return store_.disk() != nullptr; }
   void Promote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
 
   KvConfig config_;
@@ -210,6 +216,7 @@ class TieredCache : public KvCache, private ResidentReader {
   AttentionMassSource mass_;       // score sources
   QueryAwareSource query_;
   std::unique_ptr<WindowScoreSource> external_;
+  RecallSource recall_;
 
   // Where the run is between routing steps (saved with the cache).
   struct RouteClock {
@@ -231,6 +238,7 @@ class TieredCache : public KvCache, private ResidentReader {
   std::vector<std::vector<BandWindow>> band_views_;
   std::vector<LayerBand> layer_bands_;
   std::vector<double> weights_;
+  std::vector<std::vector<int32_t>> recall_indices_;  // [layer] window indices to recall
 };
 
 }  // namespace qevict

@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kv/quant_attention.h"
 #include "kv/tiered_cache.h"
+#include "kv/window_digest.h"
 #include "kv/window_priors.h"
 #include "util/error.h"
 
@@ -30,10 +31,11 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   step.trigger = trigger;
   step.first_prompt_end = trigger == BatchKind::kPromptEnd && !clock_.first_prompt_end_done;
   step.limited = !unlimited;
-  BandScoreSource* const sources[] = {&mass_, &query_, external_.get()};
+  BandScoreSource* const sources[] = {&mass_, &query_, external_.get(), &recall_};
   for (BandScoreSource* source : sources) {
     ledger_.counters().prior_seconds += source->Prepare(step, *this, pool);
   }
+  ledger_.counters().cold_score_read_bytes += recall_.last_read_bytes();
   if (trigger != BatchKind::kGenerated) observation_.Release();
 
   // Bytes left for the bands once every floor (sinks, recent, positions, next token) is paid.
@@ -80,6 +82,7 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   context.layers = layer_bands_;
   context.fp_window_bytes = fp_cost;
   context.q_window_bytes = q_cost;
+  context.cold_window_bytes = ledger_.cold_window_cost();
   context.trigger = trigger;
   context.first_routing = !clock_.routed;
   context.routing_step = ledger_.counters().routing_steps;
@@ -92,8 +95,13 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   QEVICT_CHECK(plan_.targets.size() == static_cast<size_t>(n_layers));
   for (int l = 0; l < n_layers; ++l) {
     QEVICT_CHECK(plan_.targets[l].size() == layer_bands_[l].windows.size());
+    QEVICT_CHECK(plan_.recall[l].empty() || cold_tier());
+    for (int k : plan_.recall[l]) {
+      QEVICT_CHECK(k >= 0 && static_cast<size_t>(k) < layer_bands_[l].cold.size() &&
+                   layer_bands_[l].cold[k].candidate);
+    }
     if (unlimited || plan_.infeasible) continue;
-    int64_t bytes = 0;
+    int64_t bytes = static_cast<int64_t>(plan_.recall[l].size()) * fp_cost;
     for (Tier t : plan_.targets[l]) bytes += t == Tier::kFp16 ? fp_cost : t == Tier::kQuant ? q_cost : 0;
     QEVICT_CHECK(bytes <= layer_bands_[l].budget_bytes);
   }
@@ -120,12 +128,38 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
 
 void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
   const int n_layers = geo_.n_layers;
-  // Evictions first (serial): they only free memory.
+  // The cold windows to recall, by index: this step's evictions add cold windows before them.
+  recall_indices_.resize(n_layers);
+  for (int l = 0; l < n_layers; ++l) {
+    recall_indices_[l].clear();
+    for (int k : plan.recall[l]) {
+      recall_indices_[l].push_back(static_cast<int32_t>(layer_bands_[l].cold[k].index));
+    }
+  }
+  // Evictions first: they only free memory (to the cold tier, layers in parallel: each writes
+  // its windows' blocks to the disk store; without one, serial and dropped).
+  if (cold_tier()) {
+    pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
+      thread_local std::vector<uint8_t> bytes;
+      for (int64_t l = first; l < last; ++l) {
+        LayerWindows& state = table_.layer(static_cast<int>(l));
+        const std::vector<Tier>& targets = plan.targets[l];
+        for (size_t j = 0; j < targets.size(); ++j) {
+          if (targets[j] == Tier::kEvicted) ToCold(state, state.windows[j], bytes);
+        }
+      }
+    });
+  }
   for (int l = 0; l < n_layers; ++l) {
     LayerWindows& state = table_.layer(l);
     const std::vector<Tier>& targets = plan.targets[l];
     for (size_t j = 0; j < targets.size(); ++j) {
       WindowRecord& w = state.windows[j];
+      if (targets[j] == Tier::kEvicted && cold_tier()) {
+        QEVICT_CHECK(w.tier == Tier::kEvicted);  // gone cold above
+        ++ledger_.counters().evictions;
+        continue;
+      }
       QEVICT_CHECK(w.tier != Tier::kEvicted);
       if (targets[j] == w.tier) continue;
       if (targets[j] == Tier::kEvicted) {
@@ -159,8 +193,74 @@ void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
     });
   }
   table_.EraseEvicted();
+  // Recalls last: they take memory the steps above gave back.
+  if (cold_tier()) {
+    pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
+      thread_local std::vector<uint8_t> bytes;
+      for (int64_t l = first; l < last; ++l) {
+        RecallLayer(table_.layer(static_cast<int>(l)), recall_indices_[l], bytes);
+      }
+    });
+    for (const auto& r : recall_indices_) ledger_.counters().recalls += static_cast<int64_t>(r.size());
+  }
   ledger_.UpdatePeaks();
   CompactStore();
+}
+
+// A band window to the cold tier: its exact fp16 block to the disk store (once: a window that
+// was demoted already has its copy there), its digest from the exact keys, its RAM freed.
+void TieredCache::ToCold(LayerWindows& l, WindowRecord& w, std::vector<uint8_t>& bytes) {
+  const int64_t fp_block_bytes = ledger_.fp_block_bytes();
+  const uint8_t* fp;
+  if (w.tier == Tier::kFp16) {
+    fp = store_.SharedData(WindowStore::Kind::kFp16, w.block);
+    if (w.cold_slot < 0) w.cold_slot = store_.WriteDisk(fp);
+  } else {
+    QEVICT_CHECK(w.cold_slot >= 0);  // written when it was demoted
+    bytes.resize(fp_block_bytes);
+    store_.ReadDisk(w.cold_slot, bytes.data());
+    fp = bytes.data();
+  }
+  thread_local std::vector<uint8_t> digest;
+  digest.resize(table_.digest_bytes());
+  WindowDigest::BuildIntoFromFp16(config_.cold_digest,
+                                  DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window},
+                                  reinterpret_cast<const uint16_t*>(fp), digest.data());
+  store_.Free(WindowStore::KindOf(w.tier), w.block);
+  table_.AddCold(l, ColdRecord{w.index, w.cold_slot}, digest.data());
+  w.cold_slot = -1;
+  w.block = BlockPool::kNoBlock;
+  w.tier = Tier::kEvicted;  // its record goes (EraseEvicted); the window lives on in l.cold
+}
+
+// Cold windows (by index) back into fp16, read in one batch; each keeps its disk copy, so a
+// later demotion or return to the cold tier writes nothing.
+void TieredCache::RecallLayer(LayerWindows& l, std::span<const int32_t> indices,
+                              std::vector<uint8_t>& bytes) {
+  if (indices.empty()) return;
+  const int64_t fp_block_bytes = ledger_.fp_block_bytes();
+  thread_local std::vector<int32_t> slots;
+  slots.clear();
+  for (int32_t index : indices) {
+    const auto it = std::lower_bound(
+        l.cold.begin(), l.cold.end(), index,
+        [](const ColdRecord& c, int32_t i) { return c.index < i; });
+    QEVICT_CHECK(it != l.cold.end() && it->index == index);
+    slots.push_back(it->slot);
+  }
+  bytes.resize(static_cast<size_t>(fp_block_bytes) * slots.size());
+  store_.disk()->ReadBlocks(slots, bytes.data());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const auto it = std::lower_bound(
+        l.cold.begin(), l.cold.end(), indices[i],
+        [](const ColdRecord& c, int32_t index) { return c.index < index; });
+    const ColdRecord record = table_.TakeCold(l, static_cast<size_t>(it - l.cold.begin()));
+    uint8_t* dst;
+    const uint32_t block = store_.Allocate(WindowStore::Kind::kFp16, &dst);
+    std::memcpy(dst, bytes.data() + static_cast<int64_t>(i) * fp_block_bytes, fp_block_bytes);
+    table_.InsertResident(
+        l, WindowRecord{block, record.slot, record.index, Tier::kFp16, 0.0f, 0.0f, 0.0f});
+  }
 }
 
 // Survivors of a routing step are scattered over the slabs prefill filled; moving them into the
@@ -196,7 +296,11 @@ void TieredCache::Demote(WindowRecord& w, std::vector<float>& scratch,
   const int64_t elems = int64_t{n_kv} * window * hd;
   const uint8_t* fp = store_.SharedData(WindowStore::Kind::kFp16, w.block);
   uint8_t* cold = nullptr;
-  if (store_.cold() != nullptr && w.cold_slot < 0) w.cold_slot = store_.AllocateCold(&cold);
+  if (cold_tier()) {
+    if (w.cold_slot < 0) w.cold_slot = store_.WriteDisk(fp);
+  } else if (store_.cold() != nullptr && w.cold_slot < 0) {
+    w.cold_slot = store_.AllocateCold(&cold);
+  }
   if (cold != nullptr) std::memcpy(cold, fp, ledger_.fp_block_bytes());
   scratch.resize(2 * elems);
   float* keys = scratch.data();  // [n_kv][W][hd]
@@ -226,7 +330,9 @@ void TieredCache::Promote(WindowRecord& w, std::vector<float>& scratch,
   const int64_t elems = int64_t{n_kv} * window * hd;
   const int64_t fp_block_bytes = ledger_.fp_block_bytes();
   bytes.resize(fp_block_bytes);
-  if (w.cold_slot >= 0) {
+  if (w.cold_slot >= 0 && cold_tier()) {
+    store_.disk()->Read(w.cold_slot, bytes.data());
+  } else if (w.cold_slot >= 0) {
     std::memcpy(bytes.data(), store_.cold()->data(w.cold_slot), fp_block_bytes);
   } else {
     const uint8_t* q = store_.SharedData(WindowStore::Kind::kQuant, w.block);

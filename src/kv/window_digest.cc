@@ -57,6 +57,16 @@ const char* DigestKindName(DigestKind kind) {
   return "?";
 }
 
+DigestKind ParseDigestKind(std::string_view name) {
+  std::string accepted;
+  for (DigestKind kind : {DigestKind::kQuestBound, DigestKind::kSignSketch, DigestKind::kMeanKey}) {
+    if (name == DigestKindName(kind)) return kind;
+    accepted += accepted.empty() ? "" : ", ";
+    accepted += DigestKindName(kind);
+  }
+  throw Error("unknown window digest '" + std::string(name) + "' (accepted: " + accepted + ")");
+}
+
 int64_t DigestBytes(DigestKind kind, const DigestGeometry& g) {
   const int64_t n = g.n_kv_heads, d = g.head_dim, w = g.window_tokens;
   switch (kind) {

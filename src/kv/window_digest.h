@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/byte_stream.h"
@@ -40,6 +41,8 @@ namespace qevict {
 enum class DigestKind : uint8_t { kQuestBound = 0, kSignSketch = 1, kMeanKey = 2 };
 
 const char* DigestKindName(DigestKind kind);
+// The kind named by DigestKindName; throws qevict::Error naming the accepted names.
+DigestKind ParseDigestKind(std::string_view name);
 
 struct DigestGeometry {
   int n_kv_heads = 0;

@@ -14,11 +14,14 @@ int64_t WindowStore::SinkBlockBytes(const KvConfig& c, const KvGeometry& g) {
 }
 
 WindowStore::WindowStore(const KvConfig& config, const KvGeometry& geometry,
-                         const QuantLayout& layout, int64_t max_cold_windows)
+                         const QuantLayout& layout, int64_t max_cold_windows, bool cold_tier)
     : fp_(FpBlockBytes(config, geometry)),
       q_(layout.bytes),
       sink_(SinkBlockBytes(config, geometry), SinkBlocksPerSlab(geometry)) {
-  if (config.recovery == RecoveryFidelity::kExact) {
+  if (cold_tier) {
+    disk_ = std::make_unique<DiskColdStore>(config.cold_store_dir, fp_.block_bytes(),
+                                            config.cold_disk_limit);
+  } else if (config.recovery == RecoveryFidelity::kExact) {
     cold_ = std::make_unique<ColdStore>(config.cold_store_dir, fp_.block_bytes(), max_cold_windows);
   }
 }
@@ -26,6 +29,13 @@ WindowStore::WindowStore(const KvConfig& config, const KvGeometry& geometry,
 uint32_t WindowStore::Allocate(Kind kind) {
   std::lock_guard<std::mutex> lock(mutex_);
   return pool(kind).Allocate();
+}
+
+uint32_t WindowStore::Allocate(Kind kind, uint8_t** data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint32_t block = pool(kind).Allocate();
+  *data = pool(kind).data(block);
+  return block;
 }
 
 void WindowStore::Free(Kind kind, uint32_t block) {
@@ -51,6 +61,21 @@ int32_t WindowStore::AllocateCold(uint8_t** data) {
   const int32_t slot = cold_->Allocate();
   *data = cold_->data(slot);
   return slot;
+}
+
+int32_t WindowStore::WriteDisk(const uint8_t* block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return disk_->Write(block);
+}
+
+void WindowStore::ReadDisk(int32_t slot, uint8_t* dst) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  disk_->Read(slot, dst);
+}
+
+void WindowStore::FreeDisk(int32_t slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  disk_->Free(slot);
 }
 
 int64_t WindowStore::fp16_bytes() const { return fp_.live_bytes() + sink_.live_bytes(); }
@@ -81,6 +106,7 @@ void WindowStore::Reset() {
   q_.Reset();
   sink_.Reset();
   if (cold_) cold_->Reset();
+  if (disk_) disk_->Reset();
 }
 
 void WindowStore::CopyFrom(const WindowStore& other) {

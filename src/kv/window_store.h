@@ -14,6 +14,7 @@
 
 #include "kv/block_pool.h"
 #include "kv/cold_store.h"
+#include "kv/disk_cold_store.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_config.h"
 #include "kv/kv_quantizer.h"
@@ -26,13 +27,18 @@ class WindowStore {
   // The block kinds: a window's tier (fp16 or quantized) or a layer's sink block.
   enum class Kind { kFp16, kQuant, kSink };
 
+  // cold_tier: the fp16 originals of windows that leave the fp16 tier go to a disk cold store
+  // (kv/disk_cold_store.h: pread/pwrite, checksummed) that also holds the cold tier; created
+  // now, so that an unwritable directory is an error before anything runs. Otherwise exact
+  // recovery (KvConfig::recovery) keeps them in the mapped ColdStore.
   WindowStore(const KvConfig& config, const KvGeometry& geometry, const QuantLayout& layout,
-              int64_t max_cold_windows);
+              int64_t max_cold_windows, bool cold_tier = false);
 
   // A block's bytes. Not synchronized: outside the parallel routing step only.
   uint8_t* data(Kind kind, uint32_t block) const { return pool(kind).data(block); }
   // Thread-safe, for the parallel routing step.
   uint32_t Allocate(Kind kind);
+  uint32_t Allocate(Kind kind, uint8_t** data);  // and the block's bytes
   void Free(Kind kind, uint32_t block);
   const uint8_t* SharedData(Kind kind, uint32_t block);
   // Frees `block` of kind `from` and allocates one of kind `to` (a demotion or promotion);
@@ -44,6 +50,13 @@ class WindowStore {
   int32_t AllocateCold(uint8_t** data);
   ColdStore* cold() { return cold_.get(); }  // nullptr unless exact recovery
   const ColdStore* cold() const { return cold_.get(); }
+  // The cold tier's disk store (nullptr without one). Reads are thread-safe; writes and frees
+  // go through WriteDisk / FreeDisk during the parallel routing step.
+  DiskColdStore* disk() { return disk_.get(); }
+  const DiskColdStore* disk() const { return disk_.get(); }
+  int32_t WriteDisk(const uint8_t* block);
+  void ReadDisk(int32_t slot, uint8_t* dst);  // beside writes of other threads
+  void FreeDisk(int32_t slot);
 
   int64_t block_bytes(Kind kind) const { return pool(kind).block_bytes(); }
   int64_t fp16_bytes() const;      // live fp16 window and sink blocks
@@ -79,6 +92,7 @@ class WindowStore {
 
   BlockPool fp_, q_, sink_;
   std::unique_ptr<ColdStore> cold_;
+  std::unique_ptr<DiskColdStore> disk_;
   std::mutex mutex_;  // allocation and freeing during the parallel routing step
 };
 

@@ -25,6 +25,8 @@ void WindowTable::Reset() {
     l.count = 0;
     l.sink_block = BlockPool::kNoBlock;
     l.windows.clear();
+    l.cold.clear();
+    l.digests.clear();
     l.evicted = 0;
   }
 }
@@ -125,6 +127,36 @@ void WindowTable::EraseEvicted() {
   }
 }
 
+void WindowTable::AddCold(LayerWindows& l, ColdRecord record, const uint8_t* digest) {
+  const auto at = std::lower_bound(
+      l.cold.begin(), l.cold.end(), record.index,
+      [](const ColdRecord& c, int32_t index) { return c.index < index; });
+  const int64_t k = at - l.cold.begin();
+  l.cold.insert(at, record);
+  l.digests.insert(l.digests.begin() + k * digest_bytes_, digest, digest + digest_bytes_);
+}
+
+ColdRecord WindowTable::TakeCold(LayerWindows& l, size_t k) {
+  const ColdRecord record = l.cold[k];
+  l.cold.erase(l.cold.begin() + static_cast<int64_t>(k));
+  const auto first = l.digests.begin() + static_cast<int64_t>(k) * digest_bytes_;
+  l.digests.erase(first, first + digest_bytes_);
+  return record;
+}
+
+void WindowTable::InsertResident(LayerWindows& l, const WindowRecord& record) {
+  const auto at = std::lower_bound(
+      l.windows.begin(), l.windows.end(), record.index,
+      [](const WindowRecord& w, int32_t index) { return w.index < index; });
+  l.windows.insert(at, record);
+}
+
+int64_t WindowTable::ColdRecords() const {
+  int64_t records = 0;
+  for (const LayerWindows& l : layers_) records += static_cast<int64_t>(l.cold.size());
+  return records;
+}
+
 WindowView WindowTable::View(int layer) const {
   const LayerWindows& l = layers_[layer];
   WindowView view;
@@ -134,7 +166,7 @@ WindowView WindowTable::View(int layer) const {
   const int64_t total = CreatedWindows(l);
   const size_t band = BandSize(l);
   view.windows.resize(total);
-  size_t next = 0;
+  size_t next = 0, next_cold = 0;
   for (int64_t index = 0; index < total; ++index) {
     WindowInfo& info = view.windows[index];
     info.index = index;
@@ -149,8 +181,10 @@ WindowView WindowTable::View(int layer) const {
       info.last_mass = w.last_mass;
       ++next;
     } else {
-      info.tier = Tier::kEvicted;
+      const bool cold = next_cold < l.cold.size() && l.cold[next_cold].index == index;
+      info.tier = cold ? Tier::kCold : Tier::kEvicted;
       info.in_band = true;
+      if (cold) ++next_cold;
     }
   }
   return view;
@@ -174,8 +208,27 @@ void WindowTable::CheckInvariants() const {
       fail(li, "sink block held without sinks, or sinks without a block");
     }
     const int64_t created = CreatedWindows(l);
-    if (static_cast<int64_t>(l.windows.size()) + l.evicted != created) {
-      fail(li, "resident + evicted windows != windows created");
+    if (static_cast<int64_t>(l.windows.size() + l.cold.size()) + l.evicted != created) {
+      fail(li, "resident + cold + evicted windows != windows created");
+    }
+    if (static_cast<int64_t>(l.digests.size()) !=
+        static_cast<int64_t>(l.cold.size()) * digest_bytes_) {
+      fail(li, "a cold window without its digest");
+    }
+    {
+      size_t r = 0;
+      int64_t previous_cold = -1;
+      for (const ColdRecord& c : l.cold) {
+        if (c.index <= previous_cold || c.index >= FirstRecentIndex(l.count)) {
+          fail(li, "cold windows out of order or in the recent region");
+        }
+        previous_cold = c.index;
+        if (c.slot < 0) fail(li, "a cold window without a disk slot");
+        while (r < l.windows.size() && l.windows[r].index < c.index) ++r;
+        if (r < l.windows.size() && l.windows[r].index == c.index) {
+          fail(li, "a window both resident and cold");
+        }
+      }
     }
     const int64_t first_recent = FirstRecentIndex(l.count);
     int64_t previous = -1;

@@ -6,7 +6,8 @@
 //
 // Invariants (CheckInvariants): the records of a layer are in increasing index order; a window
 // that holds any of the last R tokens (the recent region, never routed) is fp16; the resident
-// records plus the evicted count make every window created so far; positions strictly increase;
+// records, the cold records (kept apart, no index twice) and the evicted count make every
+// window created so far; positions strictly increase;
 // no layer has stored more tokens than the one before it (a batch goes through layer 0 first;
 // between batches all are equal).
 #pragma once
@@ -52,11 +53,21 @@ struct WindowRecord {
 };
 static_assert(sizeof(WindowRecord) == 28, "metadata charged per resident window");
 
+// A window of the cold tier: its fp16 block on disk (kv/disk_cold_store.h) by slot. Its digest
+// is LayerWindows::digests[k * digest_bytes] for cold[k]. Charged to the budget with the digest.
+struct ColdRecord {
+  int32_t index;  // window number within the layer
+  int32_t slot;   // disk cold store slot
+};
+static_assert(sizeof(ColdRecord) == 8, "metadata charged per cold window");
+
 struct LayerWindows {
   int64_t count = 0;  // tokens stored in this run
   uint32_t sink_block = BlockPool::kNoBlock;
   std::vector<WindowRecord> windows;  // resident windows, oldest first
-  int64_t evicted = 0;
+  std::vector<ColdRecord> cold;       // cold windows, oldest first
+  std::vector<uint8_t> digests;       // their digests, in the same order
+  int64_t evicted = 0;                // dropped for good
 };
 
 class WindowTable {
@@ -113,6 +124,21 @@ class WindowTable {
   // Drops the records a routing step evicted.
   void EraseEvicted();
 
+  // Cold tier: bytes of one cold window's digest (0: the cache keeps no cold tier).
+  void set_digest_bytes(int64_t bytes) { digest_bytes_ = bytes; }
+  int64_t digest_bytes() const { return digest_bytes_; }
+  const uint8_t* Digest(const LayerWindows& l, size_t k) const {
+    return l.digests.data() + static_cast<int64_t>(k) * digest_bytes_;
+  }
+  // Adds a cold window (its digest_bytes digest) in index order.
+  void AddCold(LayerWindows& l, ColdRecord record, const uint8_t* digest);
+  // Removes cold window k (and its digest) and returns it.
+  ColdRecord TakeCold(LayerWindows& l, size_t k);
+  // Inserts a resident record in index order (a recalled window).
+  void InsertResident(LayerWindows& l, const WindowRecord& record);
+  // Cold windows of every layer.
+  int64_t ColdRecords() const;
+
   WindowView View(int layer) const;
 
   // Throws std::logic_error naming the broken invariant (tests; debug checks).
@@ -123,6 +149,7 @@ class WindowTable {
   const ScoreMode score_;
   const double score_decay_;
   const int64_t max_windows_;
+  int64_t digest_bytes_ = 0;
   std::vector<LayerWindows> layers_;
   std::vector<int32_t> pos_;  // [max_tokens]
 };

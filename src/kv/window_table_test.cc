@@ -121,7 +121,7 @@ TEST(WindowTableTest, BrokenInvariantsAreNamed) {
   expect_broken([](WindowTable& t) { std::swap(t.layer(0).windows[0], t.layer(0).windows[1]); },
                 "out of order");
   expect_broken([](WindowTable& t) { t.layer(0).windows.erase(t.layer(0).windows.begin()); },
-                "resident + evicted");
+                "resident + cold + evicted");
   expect_broken([](WindowTable& t) { t.layer(0).count -= 1; }, "more tokens than the layer before");
   expect_broken([](WindowTable& t) { t.layer(0).windows[0].mass_sum = -1.0f; }, "score");
   expect_broken([](WindowTable& t) { t.mutable_positions()[5] = 2; }, "positions");

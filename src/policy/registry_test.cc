@@ -25,7 +25,8 @@ TEST(Registry, EveryKnownNameHasADescriptionAndAFactory) {
 TEST(Registry, PoliciesKeepTheirOrder) {
   const std::vector<std::string> expected = {"full",   "streaming", "h2o",        "tova",
                                              "snapkv", "pyramidkv", "kivi",       "mikv",
-                                             "qevict", "qevict-qa", "qevict-zip", "kvzip"};
+                                             "qevict", "qevict-qa", "qevict-zip", "kvzip",
+                                             "qevict-recall"};
   EXPECT_EQ(PolicyNames(), expected);
   EXPECT_EQ(PolicyInfos().front().make, nullptr);  // full: not a tiered-cache policy
   for (size_t i = 1; i < PolicyInfos().size(); ++i) {

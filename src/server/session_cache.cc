@@ -22,7 +22,7 @@ json TierMapJson(std::span<const WindowView> layers) {
   struct Sum {
     int64_t first_token = 0;
     int n_tokens = 0;
-    int64_t counts[3] = {0, 0, 0};
+    int64_t counts[4] = {0, 0, 0, 0};  // by Tier
     double score = 0.0;
     int resident_layers = 0;
   };
@@ -39,7 +39,7 @@ json TierMapJson(std::span<const WindowView> layers) {
       s.first_token = w.first_token;
       s.n_tokens = std::max(s.n_tokens, w.n_tokens);
       ++s.counts[tier];
-      if (w.tier != Tier::kEvicted) {
+      if (w.tier == Tier::kFp16 || w.tier == Tier::kQuant) {
         s.score += w.score;
         ++s.resident_layers;
       }
@@ -53,6 +53,7 @@ json TierMapJson(std::span<const WindowView> layers) {
                        {"fp16", s.counts[0]},
                        {"quant", s.counts[1]},
                        {"evicted", s.counts[2]},
+                       {"cold", s.counts[3]},
                        {"mean_score", s.resident_layers > 0 ? s.score / s.resident_layers : 0.0}});
   }
   return {{"layers", layers.size()},

@@ -1,0 +1,225 @@
+#include "kv/recall_source.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "kernels/attention.h"
+#include "kv/disk_cold_store.h"
+#include "util/error.h"
+
+namespace qevict {
+
+double RecallSource::Prepare(const ScoreStep& step, const ResidentReader& cache,
+                             ThreadPool& pool) {
+  const WindowTable& table = cache.table();
+  const int n_layers = table.n_layers();
+  scores_.resize(n_layers);
+  cold_.resize(n_layers);
+  read_bytes_.assign(n_layers, 0);
+  last_read_bytes_ = 0;
+  // Every step shows the policy the cold windows; only a prompt batch's step scores them.
+  for (int layer = 0; layer < n_layers; ++layer) {
+    const LayerWindows& l = table.layer(layer);
+    std::vector<ColdWindow>& cold = cold_[layer];
+    cold.resize(wanted_ ? l.cold.size() : 0);
+    for (size_t k = 0; k < cold.size(); ++k) {
+      cold[k] = ColdWindow{l.cold[k].index,
+                           table.position(table.FirstToken(l.cold[k].index)), false, 0.0f};
+    }
+  }
+  active_ = wanted_ && step.limited && disk_ != nullptr && cache.observation().held() &&
+            step.trigger != BatchKind::kGenerated;
+  if (!active_) {
+    for (auto& s : scores_) s.clear();
+    return 0.0;
+  }
+  pool.ParallelFor(n_layers, 1, [&](int64_t first, int64_t last) {
+    for (int64_t l = first; l < last; ++l) ComputeLayer(static_cast<int>(l), cache);
+  });
+  last_read_bytes_ = std::accumulate(read_bytes_.begin(), read_bytes_.end(), int64_t{0});
+  return 0.0;
+}
+
+void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
+  const KvGeometry& geo = cache.geometry();
+  const WindowTable& table = cache.table();
+  const ObservationBuffer& obs = cache.observation();
+  const LayerWindows& l = table.layer(layer);
+  const int hd = geo.head_dim, n_heads = geo.n_heads, n_kv = geo.n_kv_heads;
+  const int group = n_heads / n_kv;
+  const int window = table.window();
+  const int sink = table.SinkTokens(l);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int n_obs = obs.filled(layer);
+  const int64_t n_res = table.ResidentTokens(l);
+  std::vector<float>& scores = scores_[layer];
+  scores.assign(static_cast<size_t>(table.CreatedWindows(l)), 0.0f);
+  if (n_obs == 0) return;
+
+  // 1. Exact logits of the resident keys each observed query sees: [s][h][resident token].
+  thread_local std::vector<float> logits, row_max;
+  thread_local std::vector<int64_t> visible;
+  logits.assign(static_cast<size_t>(n_obs) * n_heads * n_res,
+                -std::numeric_limits<float>::infinity());
+  row_max.assign(static_cast<size_t>(n_obs) * n_heads, -std::numeric_limits<float>::infinity());
+  visible.resize(n_obs);
+  for (int s = 0; s < n_obs; ++s) {
+    visible[s] = table.VisibleTo(l, obs.position(layer, s));
+    if (visible[s] == 0) continue;
+    const float* q = obs.query(layer, s);
+    for (int g = 0; g < n_kv; ++g) {
+      float* rows = logits.data() + (static_cast<int64_t>(s) * n_heads + g * group) * n_res;
+      cache.ScoreRange(layer, g, 0, visible[s], q + static_cast<int64_t>(g) * group * hd, group,
+                       rows, n_res, scale);
+      for (int j = 0; j < group; ++j) {
+        row_max[s * n_heads + g * group + j] = MaxOf(rows + j * n_res, visible[s]);
+      }
+    }
+  }
+
+  // 2. Cold windows by their digests: how far above what each query already attends their
+  // estimated largest logit stands, at best.
+  const int64_t n_cold = static_cast<int64_t>(l.cold.size());
+  const DigestGeometry dg{n_kv, hd, window};
+  thread_local std::vector<std::pair<float, int64_t>> ranked;
+  ranked.clear();
+  for (int64_t k = 0; k < n_cold; ++k) {
+    const uint8_t* digest = table.Digest(l, static_cast<size_t>(k));
+    const int32_t first_pos = table.position(table.FirstToken(l.cold[k].index));
+    float best = -std::numeric_limits<float>::infinity();
+    for (int s = 0; s < n_obs; ++s) {
+      if (first_pos > obs.position(layer, s)) continue;
+      const float* q = obs.query(layer, s);
+      for (int h = 0; h < n_heads; ++h) {
+        const float e = WindowDigest::EstimateBytes(kind_, dg, digest, h / group,
+                                                    q + static_cast<int64_t>(h) * hd) *
+                        scale;
+        best = std::max(best, e - row_max[s * n_heads + h]);
+      }
+    }
+    if (best > -std::numeric_limits<float>::infinity()) ranked.emplace_back(best, k);
+  }
+  // The best half of the shortlist by digest, then their cold neighbours: a question's
+  // attention finds a fact's key words, and the words that complete it (the value asked for)
+  // usually sit in the next window.
+  const int64_t n_best = std::min<int64_t>((candidates_ + 1) / 2, static_cast<int64_t>(ranked.size()));
+  std::partial_sort(ranked.begin(), ranked.begin() + n_best, ranked.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  ranked.resize(n_best);
+  thread_local std::vector<uint8_t> chosen;
+  chosen.assign(static_cast<size_t>(n_cold), 0);
+  for (const auto& r : ranked) chosen[r.second] = 1;
+  for (int64_t i = 0; i < n_best && static_cast<int64_t>(ranked.size()) < candidates_; ++i) {
+    const int64_t k = ranked[i].second;
+    for (int64_t nb : {k + 1, k - 1}) {
+      if (nb < 0 || nb >= n_cold || chosen[nb]) continue;
+      if (std::abs(l.cold[nb].index - l.cold[k].index) != 1) continue;
+      if (static_cast<int64_t>(ranked.size()) >= candidates_) break;
+      chosen[nb] = 1;
+      ranked.emplace_back(ranked[i].first, nb);
+    }
+  }
+  const int64_t n_cand = static_cast<int64_t>(ranked.size());
+  // Read in slot order (runs of consecutive slots are one read).
+  std::sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
+    return l.cold[a.second].slot < l.cold[b.second].slot;
+  });
+
+  // 3. The candidates' exact keys, read back in one batch.
+  const int64_t block_bytes = disk_->block_bytes();
+  const int64_t key_elems = int64_t{n_kv} * window * hd;
+  thread_local std::vector<uint8_t> blocks;
+  thread_local std::vector<int32_t> slots;
+  thread_local std::vector<float> keys;
+  thread_local std::vector<float> cand;  // [s][h][candidate token]
+  slots.resize(n_cand);
+  for (int64_t c = 0; c < n_cand; ++c) slots[c] = l.cold[ranked[c].second].slot;
+  blocks.resize(static_cast<size_t>(n_cand * block_bytes));
+  if (n_cand > 0) disk_->ReadBlocks(slots, blocks.data());
+  read_bytes_[layer] = n_cand * block_bytes;
+  const int64_t n_ct = n_cand * window;
+  cand.assign(static_cast<size_t>(n_obs) * n_heads * n_ct, -std::numeric_limits<float>::infinity());
+  keys.resize(static_cast<size_t>(key_elems));
+  for (int64_t c = 0; c < n_cand; ++c) {
+    Fp16ToFp32Row(reinterpret_cast<const uint16_t*>(blocks.data() + c * block_bytes), keys.data(),
+                  key_elems);
+    const int32_t first_pos = table.position(table.FirstToken(l.cold[ranked[c].second].index));
+    for (int s = 0; s < n_obs; ++s) {
+      if (first_pos > obs.position(layer, s)) continue;
+      const float* q = obs.query(layer, s);
+      for (int g = 0; g < n_kv; ++g) {
+        ScoreFp32Keys(q + static_cast<int64_t>(g) * group * hd, group,
+                      keys.data() + static_cast<int64_t>(g) * window * hd, hd, window, hd, scale,
+                      cand.data() + (static_cast<int64_t>(s) * n_heads + g * group) * n_ct +
+                          c * window,
+                      n_ct);
+      }
+    }
+  }
+
+  // 4. One softmax over resident and candidate keys per query and head; each window's share,
+  // averaged over a KV head's query heads and summed over queries, the largest over KV heads.
+  thread_local std::vector<float> by_head;  // [kv head][resident windows | candidates]
+  const int64_t n_win = static_cast<int64_t>(l.windows.size());
+  const int64_t units = n_win + n_cand;
+  by_head.assign(static_cast<size_t>(n_kv) * units, 0.0f);
+  const float per_head = 1.0f / static_cast<float>(group);
+  for (int s = 0; s < n_obs; ++s) {
+    for (int h = 0; h < n_heads; ++h) {
+      float* res = logits.data() + (static_cast<int64_t>(s) * n_heads + h) * n_res;
+      float* cnd = cand.data() + (static_cast<int64_t>(s) * n_heads + h) * n_ct;
+      const int64_t vis = visible[s];
+      const float m = std::max(vis > 0 ? row_max[s * n_heads + h]
+                                       : -std::numeric_limits<float>::infinity(),
+                               n_ct > 0 ? MaxOf(cnd, n_ct) : -std::numeric_limits<float>::infinity());
+      if (!std::isfinite(m)) continue;
+      const float z = (vis > 0 ? ExpShiftSum(res, vis, m) : 0.0f) +
+                      (n_ct > 0 ? ExpShiftSum(cnd, n_ct, m) : 0.0f);
+      const float inv = per_head / z;
+      float* out = by_head.data() + static_cast<int64_t>(h / group) * units;
+      for (int64_t t = sink; t < vis; ++t) out[(t - sink) / window] += res[t] * inv;
+      for (int64_t t = 0; t < n_ct; ++t) out[n_win + t / window] += cnd[t] * inv;
+    }
+  }
+  auto best_head = [&](int64_t unit) {
+    float b = 0.0f;
+    for (int g = 0; g < n_kv; ++g) b = std::max(b, by_head[static_cast<size_t>(g) * units + unit]);
+    return b;
+  };
+  for (int64_t k = 0; k < n_win; ++k) scores[l.windows[k].index] = best_head(k);
+  std::vector<ColdWindow>& cold = cold_[layer];
+  for (int64_t c = 0; c < n_cand; ++c) scores[cold[ranked[c].second].index] = best_head(n_win + c);
+  // Max-pooled over neighbouring windows (SnapKV pools over tokens; here over windows), so the
+  // window after a fact's key words ranks with them.
+  thread_local std::vector<float> pooled;
+  pooled = scores;
+  const int64_t n_idx = static_cast<int64_t>(scores.size());
+  for (int64_t i = 0; i < n_idx; ++i) {
+    if (i > 0) pooled[i] = std::max(pooled[i], scores[i - 1]);
+    if (i + 1 < n_idx) pooled[i] = std::max(pooled[i], scores[i + 1]);
+  }
+  // Only windows that were scored keep a score (the rest cannot be chosen this step).
+  for (int64_t k = 0; k < n_win; ++k) {
+    const int64_t i = l.windows[k].index;
+    scores[i] = pooled[i];
+  }
+  for (int64_t c = 0; c < n_cand; ++c) {
+    ColdWindow& w = cold[ranked[c].second];
+    w.candidate = true;
+    w.score = pooled[w.index];
+    scores[w.index] = w.score;
+  }
+}
+
+void RecallSource::Describe(int layer, const ResidentReader& cache, std::span<BandWindow> windows,
+                            LayerBand& band) const {
+  if (!wanted_) return;
+  band.cold = cold_[layer];
+  if (active_) band.recall = scores_[layer];
+}
+
+void RecallSource::Consumed(const ScoreStep& step) { active_ = false; }
+
+}  // namespace qevict

@@ -1,0 +1,65 @@
+// The recall score source of the cold tier (docs/kv-cache.md, "Cold tier and recall"): after a
+// prompt batch (the end of each user turn above all), the latest prompt queries (the
+// observation buffer) rank every window of a layer -- resident ones exactly, cold ones first by
+// their digests and then, for the best of them, exactly.
+//
+// Per layer, for every observed query s and query head h:
+//   1. the exact logits of the resident keys the query sees (ScoreRange: fp16 and quantized),
+//      their max m[s][h];
+//   2. each cold window's digest estimate e of its largest logit (kv/window_digest.h), ranked by
+//      max over s, h of e - m[s][h] (how far above what the query already attends it may stand);
+//   3. the top `candidates` cold windows are read back from the disk store (one batched read per
+//      layer) and their exact logits computed;
+//   4. one softmax over the resident keys and the candidates' keys, as if the candidates were
+//      resident: a window's recall score is the attention it receives, summed over the observed
+//      queries, averaged over the query heads of a KV head, and the largest over KV heads (a
+//      window is one unit for all heads of a layer).
+// The two-stage ranking is ours: Quest and ArkVale select by the bound (or estimate) alone; here
+// the digest only shortlists, so that what is recalled is ranked by its true attention against
+// what is already resident (docs/kv-cache.md says what it costs in bytes read).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/routing.h"
+#include "kv/score_sources.h"
+#include "kv/window_digest.h"
+
+namespace qevict {
+
+class DiskColdStore;
+
+class RecallSource final : public BandScoreSource {
+ public:
+  // wanted: the policy keeps a cold tier. candidates: cold windows per layer read back and
+  // scored exactly at each prompt batch.
+  RecallSource(bool wanted, DigestKind kind, int candidates)
+      : wanted_(wanted), kind_(kind), candidates_(candidates) {}
+  const char* name() const override { return "recall"; }
+  // `disk`: the cache's cold store (reads only), nullptr without a cold tier.
+  void set_disk(const DiskColdStore* disk) { disk_ = disk; }
+  double Prepare(const ScoreStep& step, const ResidentReader& cache, ThreadPool& pool) override;
+  void Describe(int layer, const ResidentReader& cache, std::span<BandWindow> windows,
+                LayerBand& band) const override;
+  void Consumed(const ScoreStep& step) override;
+
+  // Bytes the step read back from the disk store to score candidates (KvStats).
+  int64_t last_read_bytes() const { return last_read_bytes_; }
+
+ private:
+  void ComputeLayer(int layer, const ResidentReader& cache);
+
+  bool wanted_;
+  DigestKind kind_;
+  int candidates_;
+  const DiskColdStore* disk_ = nullptr;
+  bool active_ = false;
+  int64_t last_read_bytes_ = 0;
+  std::vector<std::vector<float>> scores_;      // [layer][window index]
+  std::vector<std::vector<ColdWindow>> cold_;   // [layer][cold window]
+  std::vector<int64_t> read_bytes_;             // [layer] this step
+};
+
+}  // namespace qevict

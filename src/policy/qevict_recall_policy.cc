@@ -1,0 +1,154 @@
+// qevict-recall: QEvict with a cold tier and recall (issue 38; docs/kv-cache.md, "Cold tier and
+// recall"), our named setting -- not the paper's method, which drops what it evicts.
+//
+// Windows leave RAM for a cold tier on disk instead of being dropped (kept bit-exact, with a
+// small digest in RAM). At the end of every prompt (each user turn; each prompt chunk under
+// bounded prefill) the latest prompt queries rank every window of a layer (kv/recall_source.h):
+// resident windows and the best cold ones (shortlisted by their digests, read back) by the
+// attention they would receive with the shortlisted ones resident. That score becomes each
+// window's snapshot, and between prompts a window's key is
+//     snapshot (at the last prompt end) + attention mass received since
+// (as qevict-qa). The tiers are then filled as qevict fills them, on one axis: fp16 from the
+// top until its share (1 - q_share) of the band budget is used -- a cold candidate that ranks
+// there is recalled into fp16 from disk -- then the quantized tier with what is left (resident
+// windows only: a cold window comes back only exact), the rest to the cold tier. Bytes the
+// quantized tier leaves idle go back to fp16: the best quantized windows, then the next cold
+// candidates. Between prompts (decoding) nothing is recalled: the digests are scored only
+// against prompt queries (docs/kv-cache.md says what is left to build).
+#include <algorithm>
+#include <vector>
+
+#include "kv/kv_config.h"
+#include "policy/registry.h"
+#include "policy/snapshot_keys.h"
+
+namespace qevict {
+namespace {
+
+class QevictRecallPolicy : public Policy {
+ public:
+  explicit QevictRecallPolicy(const KvConfig& config)
+      : q_share_(config.q_share),
+        prefill_q_share_(config.prefill_q_share),
+        hysteresis_(static_cast<float>(config.hysteresis)) {}
+
+  bool keeps_cold() const override { return true; }
+  bool wants_observation() const override { return true; }
+  bool quantizes() const override { return true; }
+  void BeginRun() override { keys_.Clear(); }
+  void SaveState(ByteWriter& out) const override { keys_.Save(out); }
+  void LoadState(ByteReader& in, int n_layers) override {
+    keys_.Load(in, n_layers, "qevict-recall snapshot", "qevict-recall scores");
+  }
+
+  void Route(const RoutingContext& context, Plan* plan) override {
+    const size_t n_layers = context.layers.size();
+    keys_.Reserve(n_layers);
+    for (size_t l = 0; l < n_layers; ++l) {
+      const LayerBand& band = context.layers[l];
+      if (!band.recall.empty()) {
+        keys_.Take(band, l, band.recall.data(), static_cast<int64_t>(band.recall.size()));
+      }
+      keys_.Grow(band, l);
+      FillLayer(context, l, plan);
+    }
+  }
+
+ private:
+  // One ranked unit: a band window (band >= 0) or a cold candidate (cold >= 0).
+  struct Unit {
+    float key;
+    int band;
+    int cold;
+  };
+
+  void FillLayer(const RoutingContext& context, size_t l, Plan* plan) {
+    const LayerBand& band = context.layers[l];
+    std::vector<Tier>& targets = plan->targets[l];
+    std::vector<int>& recall = plan->recall[l];
+    const float bonus = 1.0f + hysteresis_;
+    units_.clear();
+    for (size_t j = 0; j < band.windows.size(); ++j) {
+      const BandWindow& w = band.windows[j];
+      const float k = keys_.Key(l, w);
+      units_.push_back({w.tier == Tier::kFp16 ? k * bonus : k, static_cast<int>(j), -1});
+    }
+    for (size_t c = 0; c < band.cold.size(); ++c) {
+      if (band.cold[c].candidate) units_.push_back({band.cold[c].score, -1, static_cast<int>(c)});
+    }
+    // Best first; ties favour the newer window.
+    std::stable_sort(units_.begin(), units_.end(), [&](const Unit& a, const Unit& b) {
+      if (a.key != b.key) return a.key > b.key;
+      return IndexOf(band, a) > IndexOf(band, b);
+    });
+    const int64_t budget = band.budget_bytes;
+    const int64_t fp = context.fp_window_bytes, q = context.q_window_bytes;
+    const double share = context.trigger == BatchKind::kPromptChunk ? prefill_q_share_ : q_share_;
+    const int64_t fp_budget =
+        budget == RoutingContext::kUnlimited
+            ? budget
+            : static_cast<int64_t>((1.0 - share) * static_cast<double>(budget));
+    int64_t used = 0;
+    placed_.assign(units_.size(), 0);
+    // The fp16 tier from the top, within its share.
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (used + fp > fp_budget) break;
+      Place(units_[u], Tier::kFp16, targets, recall);
+      placed_[u] = 1;
+      used += fp;
+    }
+    // The quantized tier: resident windows only, in rank order, with the rest of the budget.
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (placed_[u] || units_[u].band < 0) continue;
+      if (used + q <= budget) {
+        Place(units_[u], Tier::kQuant, targets, recall);
+        placed_[u] = 2;
+        used += q;
+      } else {
+        targets[units_[u].band] = Tier::kEvicted;  // to the cold tier
+        placed_[u] = 3;
+      }
+    }
+    // Idle bytes back to fp16, best first: quantized windows, then cold candidates.
+    for (size_t u = 0; u < units_.size(); ++u) {
+      const int64_t extra = placed_[u] == 2 ? fp - q : placed_[u] == 0 ? fp : -1;
+      if (extra < 0 || used + extra > budget) continue;
+      Place(units_[u], Tier::kFp16, targets, recall);
+      placed_[u] = 1;
+      used += extra;
+    }
+  }
+
+  static int64_t IndexOf(const LayerBand& band, const Unit& u) {
+    return u.band >= 0 ? band.windows[u.band].index : band.cold[u.cold].index;
+  }
+
+  static void Place(const Unit& u, Tier tier, std::vector<Tier>& targets,
+                    std::vector<int>& recall) {
+    if (u.band >= 0) {
+      targets[u.band] = tier;
+    } else {
+      recall.push_back(u.cold);
+    }
+  }
+
+  double q_share_, prefill_q_share_;
+  float hysteresis_;
+  SnapshotKeys keys_;
+  std::vector<Unit> units_;
+  std::vector<uint8_t> placed_;  // 0 not placed, 1 fp16, 2 quantized, 3 cold
+};
+
+const PolicyRegistration kQevictRecallRegistration({
+    .name = "qevict-recall",
+    .description = "QEvict with a cold tier on disk and recall at every prompt: windows are "
+                   "kept exactly on disk, the question brings back what it needs (ours)",
+    .order = 120,
+    .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
+      return std::make_unique<QevictRecallPolicy>(c);
+    },
+});
+
+}  // namespace
+
+}  // namespace qevict
