@@ -218,8 +218,12 @@ void ByteLedger::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
   stats_.note = "budget of " + std::to_string(*budget_) + " bytes" + rings_note +
                 " is below the fp16 floor of " + std::to_string(floor) + " bytes (sinks " +
                 std::to_string(table_.sinks()) + " + recent " + std::to_string(table_.recent()) +
-                " tokens and one growing window in every layer, plus metadata); the cache keeps "
-                "only that floor. " +
+                " tokens and one growing window in every layer, plus metadata" +
+                (cold_window_cost() > 0
+                     ? ", plus " + std::to_string(cold_window_cost()) +
+                           " bytes of cold-tier record, digest and checksum per window"
+                     : std::string()) +
+                "); the cache keeps only that floor. " +
                 (fraction < 1.0 ? "Raise --kv-budget to at least " + std::to_string(fraction) +
                                       " or lower --kv-sinks/--kv-recent"
                                 : std::string("No --kv-budget below 1 fits this run: the floor "

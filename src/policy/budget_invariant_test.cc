@@ -49,6 +49,14 @@ int64_t DocumentedFloor(const KvConfig& c, const KvGeometry& g, int64_t tokens) 
         QuantLayout::Make(g.n_kv_heads, c.window, g.head_dim, c.bits, c.value_group).bytes + record;
     floor += g.n_layers * ((tokens + c.window - 1) / c.window) * q_window;
   }
+  if (c.policy == "qevict-recall") {  // every window may be cold: its record, digest, checksum
+    const int64_t digest =
+        DigestBytes(c.cold_digest, DigestGeometry{g.n_kv_heads, g.head_dim, c.window});
+    floor += g.n_layers * ((tokens + c.window - 1) / c.window) * (8 + digest + 9);
+    // A run infeasible for its cold tier routes every route_every tokens (routing each token
+    // would not help): those tokens' windows sit in fp16 until the next step.
+    floor += g.n_layers * ((c.route_every + c.window - 1) / c.window + 1) * fp_window;
+  }
   return floor;
 }
 
@@ -175,7 +183,7 @@ TEST_P(BudgetInvariant, ResidentBytesNeverExceedTheBudget) {
 
 INSTANTIATE_TEST_SUITE_P(AllPolicies, BudgetInvariant,
                          ::testing::Values("streaming", "h2o", "tova", "snapkv", "pyramidkv",
-                                           "kivi", "mikv", "qevict", "qevict-qa"));
+                                           "kivi", "mikv", "qevict", "qevict-qa", "qevict-recall"));
 
 TEST(BudgetInvariantOddShapes, WindowSinksRecentScoreModesAndExactRecovery) {
   const std::vector<std::function<void(KvConfig*)>> tweaks = {
@@ -187,7 +195,8 @@ TEST(BudgetInvariantOddShapes, WindowSinksRecentScoreModesAndExactRecovery) {
       [](KvConfig* c) { c->recovery = RecoveryFidelity::kExact; c->q_share = 0.2; },
   };
   for (const auto& tweak : tweaks) {
-    for (const std::string policy : {"qevict", "qevict-qa", "h2o", "mikv", "kivi", "snapkv"}) {
+    for (const std::string policy :
+         {"qevict", "qevict-qa", "qevict-recall", "h2o", "mikv", "kivi", "snapkv"}) {
       for (double budget : {0.08, 0.3}) {
         CheckRun(policy, budget, -1, RunShape{300, 200, 40, 0}, 4, tweak);
         if (HasFatalFailure()) return;
