@@ -156,6 +156,9 @@ class TieredCache : public KvCache, private ResidentReader {
   // equal Stats().resident_bytes() (tests check it).
   int64_t AllocatorResidentBytes() const { return ledger_.AllocatorResidentBytes(); }
   int64_t resident_bytes() const { return ledger_.ResidentBytes(); }
+  // The cold tier's file descriptor (-1 without one): tests damage the file through it as an
+  // outside process could.
+  int cold_fd_for_testing() const { return cold_tier() ? store_.disk()->fd_for_testing() : -1; }
   // The window table's invariants (throws std::logic_error naming the broken one).
   void CheckInvariants() const { table_.CheckInvariants(); }
   // The resident keys (after RoPE) and values of a layer in fp32 as attention sees them
