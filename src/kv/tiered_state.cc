@@ -1,6 +1,7 @@
 // The tiered cache's state saved to and restored from a prompt cache (KvCache::SaveState):
 // every layer's sinks and resident windows in their tiers (codes for quantized ones, the cold
-// store's originals under exact recovery), the window scores, the observation buffer, the run's
+// store's originals under exact recovery or a cold tier), the cold tier's windows (their exact
+// blocks read back from disk; their digests are rebuilt from them on loading), the window scores, the observation buffer, the run's
 // ledger and counters, and the policy's own state. Loading allocates fresh blocks, so the
 // restored cache is compact; everything else is as it was. The loader checks every count,
 // index and tier against the layout before it trusts it.
@@ -13,7 +14,7 @@
 namespace qevict {
 namespace {
 
-constexpr uint32_t kTieredTag = 0x54495231;  // "TIR1"
+constexpr uint32_t kTieredTag = 0x54495232;  // "TIR2": with the cold tier
 
 bool FiniteNonNegative(float x) { return std::isfinite(x) && x >= 0.0f; }
 
@@ -29,6 +30,7 @@ void TieredCache::SaveState(ByteWriter& out) const {
   out.Pod<int64_t>(qlayout_.bytes);
   out.Pod<int64_t>(ledger_.sink_block_bytes());
   out.Pod<int64_t>(count);
+  std::vector<uint8_t> block(static_cast<size_t>(ledger_.fp_block_bytes()));
   for (int li = 0; li < table_.n_layers(); ++li) {
     const LayerWindows& l = table_.layer(li);
     out.Pod<int64_t>(l.evicted);
@@ -45,7 +47,18 @@ void TieredCache::SaveState(ByteWriter& out) const {
       const WindowStore::Kind kind = WindowStore::KindOf(w.tier);
       out.Raw(store_.data(kind, w.block), store_.block_bytes(kind));
       out.Pod<uint8_t>(w.cold_slot >= 0 ? 1 : 0);
-      if (w.cold_slot >= 0) out.Raw(store_.cold()->data(w.cold_slot), ledger_.fp_block_bytes());
+      if (w.cold_slot >= 0 && cold_tier()) {
+        store_.disk()->Read(w.cold_slot, block.data());
+        out.Raw(block.data(), ledger_.fp_block_bytes());
+      } else if (w.cold_slot >= 0) {
+        out.Raw(store_.cold()->data(w.cold_slot), ledger_.fp_block_bytes());
+      }
+    }
+    out.Pod<uint64_t>(l.cold.size());
+    for (const ColdRecord& c : l.cold) {
+      out.Pod<int32_t>(c.index);
+      store_.disk()->Read(c.slot, block.data());
+      out.Raw(block.data(), ledger_.fp_block_bytes());
     }
     observation_.SaveLayer(li, out);
   }
@@ -88,6 +101,7 @@ void TieredCache::LoadState(ByteReader& in) {
   const int sinks = config_.sinks;
   const int64_t first_recent = table_.FirstRecentIndex(count);
   bool any_obs = false;
+  std::vector<uint8_t> block(static_cast<size_t>(ledger_.fp_block_bytes()));
   for (int li = 0; li < table_.n_layers(); ++li) {
     LayerWindows& l = table_.layer(li);
     l.count = count;
@@ -128,13 +142,40 @@ void TieredCache::LoadState(ByteReader& in) {
       l.windows.push_back(w);  // owned by the layer from here: BeginRun frees it on failure
       in.Raw(store_.data(kind, w.block), store_.block_bytes(kind), "window bytes");
       if (in.Bool("cold copy")) {
-        if (store_.cold() == nullptr) in.Fail("saved with --kv-recovery exact");
-        uint8_t* cold = nullptr;
-        l.windows.back().cold_slot = store_.AllocateCold(&cold);
-        in.Raw(cold, ledger_.fp_block_bytes(), "cold window bytes");
+        if (cold_tier()) {
+          in.Raw(block.data(), ledger_.fp_block_bytes(), "cold window bytes");
+          l.windows.back().cold_slot = store_.WriteDisk(block.data());
+        } else {
+          if (store_.cold() == nullptr) in.Fail("saved with --kv-recovery exact");
+          uint8_t* cold = nullptr;
+          l.windows.back().cold_slot = store_.AllocateCold(&cold);
+          in.Raw(cold, ledger_.fp_block_bytes(), "cold window bytes");
+        }
       }
     }
-    if (l.evicted != total - static_cast<int64_t>(n)) in.Fail("evicted windows miscounted");
+    // The cold tier: each window's exact block back to this cache's disk store, its digest
+    // rebuilt from the block (a file cannot hand the cache a digest that ranks it wrongly).
+    const uint64_t n_cold = in.Pod<uint64_t>("cold window count");
+    if (n_cold > 0 && !cold_tier()) in.Fail("cold windows for a policy without a cold tier");
+    if (n_cold > static_cast<uint64_t>(total) - n) in.Fail("more windows than its tokens make");
+    std::vector<uint8_t> digest(static_cast<size_t>(table_.digest_bytes()));
+    int64_t previous_cold = -1;
+    for (uint64_t j = 0; j < n_cold; ++j) {
+      const int32_t index = in.Pod<int32_t>("cold window index");
+      if (index <= previous_cold || index >= first_recent) in.Fail("cold window indices out of order");
+      if (std::any_of(l.windows.begin(), l.windows.end(),
+                      [&](const WindowRecord& w) { return w.index == index; })) {
+        in.Fail("a window both resident and cold");
+      }
+      previous_cold = index;
+      in.Raw(block.data(), ledger_.fp_block_bytes(), "cold window bytes");
+      WindowDigest::BuildIntoFromFp16(config_.cold_digest,
+                                      DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window},
+                                      reinterpret_cast<const uint16_t*>(block.data()),
+                                      digest.data());
+      table_.AddCold(l, ColdRecord{index, store_.WriteDisk(block.data())}, digest.data());
+    }
+    if (l.evicted != total - static_cast<int64_t>(n + n_cold)) in.Fail("evicted windows miscounted");
     const int64_t recent_held =
         std::count_if(l.windows.begin(), l.windows.end(),
                       [&](const WindowRecord& w) { return w.index >= first_recent; });
