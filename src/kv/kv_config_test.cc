@@ -93,10 +93,11 @@ TEST(KvConfig, ParsesEnumsAndListsOptions) {
   EXPECT_EQ(ParseScoreSource("key-norm"), ScoreSource::kKeyNorm);
   EXPECT_STREQ(ScoreSourceName(ScoreSource::kKeyNorm), "key-norm");
   EXPECT_THROW(ParseScoreSource("kvzip"), Error);
-  EXPECT_EQ(KnownKvPolicyNames().size(), 12u);
+  EXPECT_EQ(KnownKvPolicyNames().size(), 13u);
   EXPECT_EQ(KnownKvPolicyNames()[9], "qevict-qa");
   EXPECT_EQ(KnownKvPolicyNames()[10], "qevict-zip");
-  EXPECT_EQ(KnownKvPolicyNames().back(), "kvzip");
+  EXPECT_EQ(KnownKvPolicyNames()[11], "kvzip");
+  EXPECT_EQ(KnownKvPolicyNames().back(), "quest");
   bool q_share_is_choice = false;
   for (const KvOptionDoc& d : KvOptionDocs()) {
     if (std::string(d.flag) == "--kv-q-share") q_share_is_choice = d.our_choice;

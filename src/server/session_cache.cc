@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "kv/quest_cache.h"
 #include "policy/registry.h"
 #include "server/request.h"
 
@@ -103,7 +104,10 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
             tiered != nullptr && tiered->config().recovery == RecoveryFidelity::kExact;
         report = json{{"object", "session.cache"},
                       {"id", id},
-                      {"policy", tiered != nullptr ? tiered->config().policy : std::string("full")},
+                      {"policy", tiered != nullptr ? tiered->config().policy
+                                            : dynamic_cast<const QuestCache*>(session.policy_cache())
+                                                  ? std::string("quest")
+                                                  : std::string("full")},
                       {"tokens", conversation.tokens().size()},
                       {"kept_bytes", kept_bytes},
                       {"bytes", CacheBytesJson(stats, ReadMemoryStats())},

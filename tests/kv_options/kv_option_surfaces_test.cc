@@ -105,7 +105,8 @@ TEST(KvOptionSurfaces, TheTestPolicyIsRegisteredLast) {
   const std::vector<std::string> names = PolicyNames();
   const std::vector<std::string> shipped = {
       "full", "streaming", "h2o",       "tova",       "snapkv", "pyramidkv",       "kivi",
-      "mikv", "qevict",    "qevict-qa", "qevict-zip", "kvzip",  "test-keep-oldest"};
+      "mikv", "qevict",    "qevict-qa", "qevict-zip", "kvzip",  "quest",
+      "test-keep-oldest"};
   EXPECT_EQ(names, shipped);
   EXPECT_EQ(KnownKvPolicyNames().back(), "test-keep-oldest");
   EXPECT_EQ(PolicyDescription("test-keep-oldest"),
