@@ -41,7 +41,7 @@ void QuestCache::SetBudget() {
 void QuestCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   full_->BeginRun(prompt_tokens, max_new_tokens);
   kind_ = BatchKind::kPromptChunk;
-  generated_ = attended_bytes_ = visible_bytes_ = 0;
+  generated_ = attended_bytes_ = visible_bytes_ = fixed_over_budget_ = 0;
   RebuildBounds();
   SetBudget();
 }
@@ -227,8 +227,9 @@ void QuestCache::AttendSelected(int layer, int n, const int64_t* visible, const 
       }
     }
   });
-  if (kind_ == BatchKind::kGenerated) {
-    for (int64_t a : attended) attended_bytes_ += a * int64_t{2} * hd * 2;
+  for (int64_t a : attended) {
+    if (kind_ == BatchKind::kGenerated) attended_bytes_ += a * int64_t{2} * hd * 2;
+    if (a > budget_tokens_) fixed_over_budget_ = std::max(fixed_over_budget_, a);
   }
 }
 
@@ -257,7 +258,13 @@ KvStats QuestCache::Stats() const {
     s.mean_attended_bytes = attended_bytes_ / generated_;
     s.mean_visible_bytes = visible_bytes_ / generated_;
   }
-  if (budget_tokens_ >= 0) {
+  if (fixed_over_budget_ > 0) {
+    s.infeasible = true;
+    s.note = "quest: the budget lets a generated token attend " + std::to_string(budget_tokens_) +
+             " tokens per KV head, fewer than the sinks, recent tokens and partial page it always "
+             "attends (up to " + std::to_string(fixed_over_budget_) +
+             "): it attended those; lower --kv-sinks / --kv-recent or raise the budget";
+  } else if (budget_tokens_ >= 0) {
     s.note = "quest: every token stays resident in fp16 (no memory saved); the budget caps the "
              "tokens a generated token attends: " + std::to_string(budget_tokens_) +
              " per KV head in layers " + std::to_string(settings_.dense_layers) +
@@ -273,6 +280,7 @@ void QuestCache::SaveState(ByteWriter& out) const {
   out.Pod<int64_t>(generated_);
   out.Pod<int64_t>(attended_bytes_);
   out.Pod<int64_t>(visible_bytes_);
+  out.Pod<int64_t>(fixed_over_budget_);
   full_->SaveState(out);
 }
 
@@ -282,7 +290,8 @@ void QuestCache::LoadState(ByteReader& in) {
   const int64_t generated = in.Pod<int64_t>("generated tokens");
   const int64_t attended = in.Pod<int64_t>("attended bytes");
   const int64_t visible = in.Pod<int64_t>("visible bytes");
-  if (run_tokens < 0 || generated < 0 || attended < 0 || visible < attended) {
+  const int64_t over = in.Pod<int64_t>("tokens over the budget");
+  if (run_tokens < 0 || generated < 0 || attended < 0 || visible < attended || over < 0) {
     in.Fail("quest counters out of range");
   }
   full_->LoadState(in);
@@ -290,6 +299,7 @@ void QuestCache::LoadState(ByteReader& in) {
   generated_ = generated;
   attended_bytes_ = attended;
   visible_bytes_ = visible;
+  fixed_over_budget_ = over;
   kind_ = BatchKind::kPromptChunk;
   RebuildBounds();
   SetBudget();

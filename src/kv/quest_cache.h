@@ -83,6 +83,9 @@ class QuestCache : public KvCache {
   int64_t generated_ = 0;
   int64_t attended_bytes_ = 0;
   int64_t visible_bytes_ = 0;
+  // A selecting step attended more tokens than the budget: its sinks and recent tokens alone
+  // exceed it (reported as infeasible, like a tiered cache below its floor).
+  int64_t fixed_over_budget_ = 0;  // the most tokens such a step attended (0: none)
 };
 
 }  // namespace qevict

@@ -341,6 +341,23 @@ TEST(QuestPolicyTest, AttendedRangesKeepSinksRecentAndThePartialPageForEveryShap
   }
 }
 
+TEST(QuestPolicyTest, ABudgetBelowSinksAndRecentIsReportedInfeasible) {
+  const KvGeometry g = SmallGeometry(3, 6, 2, 32, 512);
+  const Rope rope(TestRopeConfig(32), 512);
+  const SyntheticModel model(g, 41, 2.0f);
+  ThreadPool pool(1);
+  for (const double budget : {0.02, 0.3}) {
+    auto cache = CreateKvCache(QuestConfig(budget, 16, 1), g, rope);  // sinks 5, recent 32
+    Outputs(*cache, model, 400, 400, 4, pool);
+    const KvStats s = cache->Stats();
+    // 0.02 of 404 tokens is 8, under the 5 sinks + 32 recent tokens it attends anyway.
+    EXPECT_EQ(s.infeasible, budget < 0.1) << s.note;
+    EXPECT_NE(s.note.find(budget < 0.1 ? "fewer than the sinks" : "caps the tokens"),
+              std::string::npos)
+        << s.note;
+  }
+}
+
 TEST(QuestPolicyTest, TopPagesBreaksTiesByLowerIndex) {
   EXPECT_EQ(TopPages({1.0f, 3.0f, 3.0f, 2.0f, 5.0f}, 3), (std::vector<int64_t>{1, 2, 4}));
   EXPECT_EQ(TopPages({1.0f, 1.0f, 1.0f}, 2), (std::vector<int64_t>{0, 1}));
