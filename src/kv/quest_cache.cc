@@ -14,8 +14,8 @@ constexpr uint32_t kQuestTag = 0x51535431;  // "QST1"
 
 }  // namespace
 
-QuestCache::QuestCache(const QuestSettings& settings, const KvGeometry& geometry,
-                       const Rope& rope, std::unique_ptr<FullCache> full)
+QuestCache::QuestCache(const QuestSettings& settings, const KvGeometry& geometry, const Rope& rope,
+                       std::unique_ptr<FullCache> full)
     : settings_(settings), full_(std::move(full)) {
   QEVICT_CHECK(settings_.page >= 1 && settings_.dense_layers >= 0);
   layout_.page = settings_.page;
@@ -143,7 +143,8 @@ std::vector<TokenRange> QuestCache::AttendedRanges(int layer, int head, const fl
     PageBounds(layer, head, p, kmin.data(), kmax.data());
     float bound = -INFINITY;
     for (int g = 0; g < group; ++g) {
-      bound = std::max(bound, PageUpperBound(q_group + int64_t{g} * hd, kmin.data(), kmax.data(), hd));
+      bound =
+          std::max(bound, PageUpperBound(q_group + int64_t{g} * hd, kmin.data(), kmax.data(), hd));
     }
     bounds[p - first] = bound;
   }
@@ -166,7 +167,8 @@ void QuestCache::Attend(int layer, int n, const int32_t* pos, const float* q, fl
     sparse = sparse || (Selects(layer) && visible[i] > budget_tokens_);
   }
   const int64_t head_token_bytes = int64_t{2} * geo.head_dim * 2;  // K and V, fp16
-  if (kind_ == BatchKind::kGenerated) visible_bytes_ += visible_sum * geo.n_kv_heads * head_token_bytes;
+  if (kind_ == BatchKind::kGenerated)
+    visible_bytes_ += visible_sum * geo.n_kv_heads * head_token_bytes;
   if (!sparse) {
     full_->Attend(layer, n, pos, q, out, pool);
     if (kind_ == BatchKind::kGenerated) {
@@ -262,14 +264,16 @@ KvStats QuestCache::Stats() const {
     s.infeasible = true;
     s.note = "quest: the budget lets a generated token attend " + std::to_string(budget_tokens_) +
              " tokens per KV head, fewer than the sinks, recent tokens and partial page it always "
-             "attends (up to " + std::to_string(fixed_over_budget_) +
+             "attends (up to " +
+             std::to_string(fixed_over_budget_) +
              "): it attended those; lower --kv-sinks / --kv-recent or raise the budget";
   } else if (budget_tokens_ >= 0) {
-    s.note = "quest: every token stays resident in fp16 (no memory saved); the budget caps the "
-             "tokens a generated token attends: " + std::to_string(budget_tokens_) +
-             " per KV head in layers " + std::to_string(settings_.dense_layers) +
-             " and up (the first " + std::to_string(settings_.dense_layers) +
-             " attend every token)";
+    s.note =
+        "quest: every token stays resident in fp16 (no memory saved); the budget caps the "
+        "tokens a generated token attends: " +
+        std::to_string(budget_tokens_) + " per KV head in layers " +
+        std::to_string(settings_.dense_layers) + " and up (the first " +
+        std::to_string(settings_.dense_layers) + " attend every token)";
   }
   return s;
 }

@@ -20,9 +20,9 @@
 namespace qevict {
 
 struct QuestSettings {
-  KvConfig budget;          // the run's budget (KvConfig::GlobalBudgetBytes), sinks, recent
-  int page = 16;            // tokens per page (Quest's default)
-  int dense_layers = 2;     // first layers of this cache attending every token (Quest: 2)
+  KvConfig budget;       // the run's budget (KvConfig::GlobalBudgetBytes), sinks, recent
+  int page = 16;         // tokens per page (Quest's default)
+  int dense_layers = 2;  // first layers of this cache attending every token (Quest: 2)
 };
 
 class QuestCache : public KvCache {

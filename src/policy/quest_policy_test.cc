@@ -331,7 +331,8 @@ TEST(QuestPolicyTest, AttendedRangesKeepSinksRecentAndThePartialPageForEveryShap
               for (int64_t p = first; p < end && static_cast<int64_t>(top.size()) < k; ++p) {
                 top.push_back(p);
               }
-              const int64_t fixed = std::min(sinks, visible) + visible - layout.RecentBegin(visible);
+              const int64_t fixed =
+                  std::min(sinks, visible) + visible - layout.RecentBegin(visible);
               EXPECT_LE(RangeTokens(layout.Ranges(visible, top)), std::max(budget, fixed));
             }
           }

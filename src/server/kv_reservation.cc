@@ -18,8 +18,8 @@ int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry
   const int64_t rings = geometry.ring_bytes(run);  // sliding layers: a ring of their window
   if (config.policy == "full") return run * geometry.fp16_bytes_per_token() + rings;
   if (config.policy == "quest") {  // every token in fp16 plus its pages' key bounds
-    return run * geometry.fp16_bytes_per_token() +
-           QuestCache::BoundsBytesFor(geometry, static_cast<int>(config.option("quest_page")), run) +
+    const int page = static_cast<int>(config.option("quest_page"));
+    return run * geometry.fp16_bytes_per_token() + QuestCache::BoundsBytesFor(geometry, page, run) +
            rings;
   }
   const int64_t budget_run =

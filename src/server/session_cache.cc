@@ -91,6 +91,7 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
         const Session& session = conversation.session();
         const KvStats stats = session.cache().Stats();
         const auto* tiered = dynamic_cast<const TieredCache*>(session.policy_cache());
+        const bool quest = dynamic_cast<const QuestCache*>(session.policy_cache()) != nullptr;
         std::vector<WindowView> views;
         if (tiered != nullptr) {
           for (int layer = 0; layer < tiered->geometry().n_layers; ++layer) {
@@ -105,9 +106,7 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
         report = json{{"object", "session.cache"},
                       {"id", id},
                       {"policy", tiered != nullptr ? tiered->config().policy
-                                            : dynamic_cast<const QuestCache*>(session.policy_cache())
-                                                  ? std::string("quest")
-                                                  : std::string("full")},
+                                            : std::string(quest ? "quest" : "full")},
                       {"tokens", conversation.tokens().size()},
                       {"kept_bytes", kept_bytes},
                       {"bytes", CacheBytesJson(stats, ReadMemoryStats())},
