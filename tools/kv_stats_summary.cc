@@ -50,6 +50,7 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
     if (s.floor_bytes >= 0) out += ", floor " + SummaryMiB(s.floor_bytes);
   } else {
     out += ", no budget";
+    if (!s.infeasible && !s.note.empty()) out += " of resident bytes (" + s.note + ")";
   }
   out += "\n  resident " + SummaryMiB(resident) + " = " + SummaryPercent(resident, full) +
          " of the fp16 cache's " + SummaryMiB(full) + ": saved " +
@@ -89,6 +90,11 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
            std::to_string(s.quant_windows) + " quantized, " + std::to_string(s.evicted_windows) +
            " evicted; promotions " + std::to_string(s.promotions) + ", demotions " +
            std::to_string(s.demotions) + ", routing steps " + std::to_string(s.routing_steps);
+  }
+  if (s.mean_visible_bytes > 0) {  // quest: the budget caps attention, not memory
+    out += "\n  attended per generated token " + SummaryMiB(s.mean_attended_bytes) + " = " +
+           SummaryPercent(s.mean_attended_bytes, s.mean_visible_bytes) + " of the " +
+           SummaryMiB(s.mean_visible_bytes) + " full attention reads (global layers)";
   }
   if (KvStatsOverBudget(s, c.route_every, c.window)) {
     out += "\n  OVER BUDGET: once routed the cache held " + SummaryMiB(s.peak_bytes) + " (mapped " +

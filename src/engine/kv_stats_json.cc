@@ -53,6 +53,12 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
     j["cold_score_read_bytes"] = s.cold_score_read_bytes;
     j["recalls"] = s.recalls;
   }
+  if (s.mean_visible_bytes > 0) {  // quest: what decoding attended (resident bytes are full)
+    j["mean_attended_bytes"] = s.mean_attended_bytes;
+    j["mean_visible_bytes"] = s.mean_visible_bytes;
+    j["attended_fraction"] =
+        static_cast<double>(s.mean_attended_bytes) / static_cast<double>(s.mean_visible_bytes);
+  }
   if (s.prior_seconds > 0.0) j["prior_s"] = s.prior_seconds;
   if (s.external_score_tokens > 0) {  // reconstruction scoring ran (engine/score_hooks.h)
     j["external_score_s"] = s.external_score_seconds;

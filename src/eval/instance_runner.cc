@@ -332,7 +332,7 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
   const std::vector<int32_t>& repeat_prompt = task_context->repeat_prompt;
   const std::vector<int32_t>& context_tokens = task_context->context;
   auto external = [&](const KvConfig& config) {
-    return config.policy != "full" && MakePolicy(config)->wants_external_scores();
+    return IsTieredPolicy(config.policy) && MakePolicy(config)->wants_external_scores();
   };
   auto reconstructs = [&](const KvConfig& config) {
     return external(config) && config.score_source == ScoreSource::kReconstruction;
@@ -400,7 +400,10 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     }
     // Prompt-end rows fork a prefix of the policy's layout; so do shadows (their windows must be
     // the policy's to compare them). Bounded rows without shadows need no prefix at all.
-    const bool needs_base = !bounded || (settings.shadow && policy != "full");
+    // Shadows compare a tiered cache's windows with the full cache's; quest has no windows (its
+    // rows leave the missed-mass columns null rather than claim it misses nothing).
+    const bool shadowed = settings.shadow && IsTieredPolicy(policy);
+    const bool needs_base = !bounded || shadowed;
     const Session* base = needs_base ? &prefix_for(config) : nullptr;
     const TieredCache* base_cache =
         needs_base ? &dynamic_cast<const TieredCache&>(*base->policy_cache()) : nullptr;
@@ -413,7 +416,7 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     }
     Session& session = bounded ? *own : *forked;
     std::optional<Session> shadow;
-    if (settings.shadow && policy != "full") {
+    if (shadowed) {
       shadow.emplace(*base, [&](const KvCache&, const Rope& r) {
         return std::unique_ptr<KvCache>(ForkShadowCache(*base_cache, r, pool));
       });
@@ -424,7 +427,7 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
     json row = Row(model, task, turns, task.scorer.value_or(settings.scorer), planned.name,
                    config.budget, out, reference,
                    bounded ? own_prefill_seconds : prefill_seconds, Since(start),
-                   settings.shadow);
+                   settings.shadow && (policy == "full" || shadowed));
     row["prefill_mode"] = planned.prefill_mode;
     row["protocol"] = EvalProtocolName(settings.protocol);
     row["prefill_chunk"] = bounded ? config.prefill_chunk : 0;

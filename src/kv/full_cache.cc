@@ -31,6 +31,12 @@ FullCache::FullCache(const KvGeometry& geometry, const Rope& rope)
 void FullCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   std::fill(count_.begin(), count_.end(), 0);
   peak_tokens_ = 0;
+  run_tokens_ = std::max<int64_t>(0, prompt_tokens) + std::max<int64_t>(0, max_new_tokens);
+}
+
+void FullCache::ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  run_tokens_ = count_.back() + std::max<int64_t>(0, prompt_tokens) +
+                std::max<int64_t>(0, max_new_tokens);
 }
 
 uint16_t* FullCache::k_row(int layer, int head, int64_t index) const {

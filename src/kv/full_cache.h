@@ -14,6 +14,7 @@ class FullCache : public KvCache {
   FullCache(const KvGeometry& geometry, const Rope& rope);
 
   void BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) override;
+  void ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) override;
   void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) override;
   void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
               ThreadPool& pool) override;
@@ -31,6 +32,15 @@ class FullCache : public KvCache {
   void AppendFp16Rows(int layer, int n, const int32_t* pos, const uint16_t* k, const uint16_t* v,
                       int64_t rows_per_head);
 
+  // Read access for a cache built on this one (kv/quest_cache.h): the fp16 key (after RoPE) and
+  // value rows of one layer and KV head, consecutive rows head_dim apart; positions of the
+  // stored tokens; the tokens of the run as BeginRun / ContinueRun gave them (prompt + new).
+  const uint16_t* key_rows(int layer, int head) const { return k_row(layer, head, 0); }
+  const uint16_t* value_rows(int layer, int head) const { return v_row(layer, head, 0); }
+  const int32_t* positions() const { return pos_.data(); }
+  int64_t layer_tokens(int layer) const { return count_[layer]; }
+  int64_t run_tokens() const { return run_tokens_; }
+
  private:
   uint16_t* k_row(int layer, int head, int64_t index) const;
   uint16_t* v_row(int layer, int head, int64_t index) const;
@@ -43,6 +53,7 @@ class FullCache : public KvCache {
   std::vector<int32_t> pos_;     // [max_tokens] position of each stored token (all layers agree)
   std::vector<int64_t> count_;   // [n_layers] tokens stored per layer
   int64_t peak_tokens_ = 0;
+  int64_t run_tokens_ = 0;
 };
 
 }  // namespace qevict

@@ -127,6 +127,12 @@ struct KvStats {
   // (Session::kv_stats), not by the cache.
   double external_score_seconds = 0.0;
   int64_t external_score_tokens = 0;
+  // Query-aware sparse attention (quest: kv/quest_cache.h; 0 for every other cache): the fp16
+  // K/V bytes one generated token's attention read over the global layers, mean over the
+  // generated tokens, and what attention over every visible token would have read for them.
+  // Their ratio is the attended fraction the budget sets; resident bytes stay the full cache's.
+  int64_t mean_attended_bytes = 0;
+  int64_t mean_visible_bytes = 0;
 
   int64_t resident_bytes() const { return fp16_bytes + quant_bytes + meta_bytes; }
 };

@@ -93,10 +93,11 @@ TEST(KvConfig, ParsesEnumsAndListsOptions) {
   EXPECT_EQ(ParseScoreSource("key-norm"), ScoreSource::kKeyNorm);
   EXPECT_STREQ(ScoreSourceName(ScoreSource::kKeyNorm), "key-norm");
   EXPECT_THROW(ParseScoreSource("kvzip"), Error);
-  EXPECT_EQ(KnownKvPolicyNames().size(), 13u);
+  EXPECT_EQ(KnownKvPolicyNames().size(), 14u);
   EXPECT_EQ(KnownKvPolicyNames()[9], "qevict-qa");
   EXPECT_EQ(KnownKvPolicyNames()[10], "qevict-zip");
   EXPECT_EQ(KnownKvPolicyNames()[11], "kvzip");
+  EXPECT_EQ(KnownKvPolicyNames()[12], "quest");
   EXPECT_EQ(KnownKvPolicyNames().back(), "qevict-recall");
   bool q_share_is_choice = false;
   for (const KvOptionDoc& d : KvOptionDocs()) {

@@ -143,7 +143,7 @@ const PolicyRegistration kQevictRecallRegistration({
     .name = "qevict-recall",
     .description = "QEvict with a cold tier on disk and recall at every prompt: windows are "
                    "kept exactly on disk, the question brings back what it needs (ours)",
-    .order = 120,
+    .order = 130,
     .make = [](const KvConfig& c) -> std::unique_ptr<Policy> {
       return std::make_unique<QevictRecallPolicy>(c);
     },

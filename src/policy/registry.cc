@@ -72,6 +72,11 @@ std::string PolicyDescription(std::string_view name) {
   throw Error("unknown KV cache policy '" + std::string(name) + "'");
 }
 
+bool IsTieredPolicy(std::string_view name) {
+  const PolicyInfo* info = FindPolicy(name);
+  return info != nullptr && info->make != nullptr;
+}
+
 KvConfig PolicyLayout(const KvConfig& config) {
   KvConfig layout = config;
   const PolicyInfo* info = FindPolicy(config.policy);
@@ -93,6 +98,9 @@ std::unique_ptr<KvCache> CreateKvCache(const KvConfig& requested, const KvGeomet
                                        const Rope& rope) {
   requested.Validate();
   if (requested.policy == "full") return std::make_unique<FullCache>(geometry, rope);
+  if (const PolicyInfo* info = FindPolicy(requested.policy); info && info->create) {
+    return info->create(requested, geometry, rope);
+  }
   const KvConfig config = PolicyLayout(requested);
   return std::make_unique<TieredCache>(config, geometry, rope, MakePolicy(config));
 }
@@ -109,6 +117,9 @@ std::unique_ptr<KvCache> ForkKvCache(const TieredCache& prefix, const KvConfig& 
                                      const Rope& rope, ThreadPool& pool) {
   requested.Validate();
   if (requested.policy == "full") return prefix.ForkFull(rope);
+  if (const PolicyInfo* info = FindPolicy(requested.policy); info && info->fork) {
+    return info->fork(prefix, requested, rope);
+  }
   const KvConfig config = PolicyLayout(requested);
   if (config.window != prefix.config().window) {
     throw Error("policy '" + config.policy + "' needs windows of " + std::to_string(config.window) +

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kv/full_cache.h"
+#include "kv/quest_cache.h"
 #include "kv/tiered_cache.h"
 #include "kv/kv_test_util.h"
 #include "util/error.h"
@@ -26,13 +27,20 @@ TEST(Registry, PoliciesKeepTheirOrder) {
   const std::vector<std::string> expected = {"full",   "streaming", "h2o",        "tova",
                                              "snapkv", "pyramidkv", "kivi",       "mikv",
                                              "qevict", "qevict-qa", "qevict-zip", "kvzip",
-                                             "qevict-recall"};
+                                             "quest", "qevict-recall"};
   EXPECT_EQ(PolicyNames(), expected);
   EXPECT_EQ(PolicyInfos().front().make, nullptr);  // full: not a tiered-cache policy
   for (size_t i = 1; i < PolicyInfos().size(); ++i) {
     EXPECT_LT(PolicyInfos()[i - 1].order, PolicyInfos()[i].order);
-    EXPECT_NE(PolicyInfos()[i].make, nullptr) << PolicyInfos()[i].name;
+    // quest builds its own cache (kv/quest_cache.h); every other policy is a tiered one.
+    const bool own_cache = PolicyInfos()[i].name == "quest";
+    EXPECT_EQ(PolicyInfos()[i].make != nullptr, !own_cache) << PolicyInfos()[i].name;
+    EXPECT_EQ(PolicyInfos()[i].create != nullptr, own_cache) << PolicyInfos()[i].name;
+    EXPECT_EQ(PolicyInfos()[i].fork != nullptr, own_cache) << PolicyInfos()[i].name;
+    EXPECT_EQ(IsTieredPolicy(PolicyInfos()[i].name), !own_cache) << PolicyInfos()[i].name;
   }
+  EXPECT_FALSE(IsTieredPolicy("full"));
+  EXPECT_FALSE(IsTieredPolicy("nope"));
 }
 
 // kivi's layout hook (its file) makes its window its key group.
@@ -56,6 +64,8 @@ TEST(Registry, CreateKvCacheBuildsTheRightCache) {
     ASSERT_NE(cache, nullptr);
     if (name == "full") {
       EXPECT_NE(dynamic_cast<FullCache*>(cache.get()), nullptr);
+    } else if (name == "quest") {
+      EXPECT_NE(dynamic_cast<QuestCache*>(cache.get()), nullptr);
     } else {
       auto* tiered = dynamic_cast<TieredCache*>(cache.get());
       ASSERT_NE(tiered, nullptr);

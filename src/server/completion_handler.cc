@@ -75,7 +75,7 @@ std::variant<PreparedRequest, ApiError> Prepare(const ServerContext& ctx, Endpoi
   // A policy that routes on reconstruction scores needs text to reconstruct (a request of only
   // special tokens, or only a system message, has none): refused, never run without them.
   const KvConfig& kv = out.params.kv;
-  if (out.score_context->context.empty() && kv.policy != "full" &&
+  if (out.score_context->context.empty() && IsTieredPolicy(kv.policy) &&
       kv.score_source == ScoreSource::kReconstruction && MakePolicy(kv)->wants_external_scores()) {
     return InvalidRequest("kv policy '" + kv.policy +
                               "' routes on reconstruction scores, and this prompt has no user "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "kv/quest_cache.h"
 #include "kv/tiered_cache.h"
 #include "policy/registry.h"
 
@@ -16,6 +17,11 @@ int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry
   const int64_t run = prompt + std::max<int64_t>(0, max_new_tokens);
   const int64_t rings = geometry.ring_bytes(run);  // sliding layers: a ring of their window
   if (config.policy == "full") return run * geometry.fp16_bytes_per_token() + rings;
+  if (config.policy == "quest") {  // every token in fp16 plus its pages' key bounds
+    const int page = static_cast<int>(config.option("quest_page"));
+    return run * geometry.fp16_bytes_per_token() + QuestCache::BoundsBytesFor(geometry, page, run) +
+           rings;
+  }
   const int64_t budget_run =
       budget_new_tokens < 0
           ? run

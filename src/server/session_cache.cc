@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "kv/quest_cache.h"
 #include "policy/registry.h"
 #include "server/request.h"
 
@@ -91,6 +92,7 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
         const Session& session = conversation.session();
         const KvStats stats = session.cache().Stats();
         const auto* tiered = dynamic_cast<const TieredCache*>(session.policy_cache());
+        const bool quest = dynamic_cast<const QuestCache*>(session.policy_cache()) != nullptr;
         std::vector<WindowView> views;
         if (tiered != nullptr) {
           for (int layer = 0; layer < tiered->geometry().n_layers; ++layer) {
@@ -104,7 +106,8 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
             tiered != nullptr && tiered->config().recovery == RecoveryFidelity::kExact;
         report = json{{"object", "session.cache"},
                       {"id", id},
-                      {"policy", tiered != nullptr ? tiered->config().policy : std::string("full")},
+                      {"policy", tiered != nullptr ? tiered->config().policy
+                                            : std::string(quest ? "quest" : "full")},
                       {"tokens", conversation.tokens().size()},
                       {"kept_bytes", kept_bytes},
                       {"bytes", CacheBytesJson(stats, ReadMemoryStats())},

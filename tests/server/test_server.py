@@ -310,13 +310,14 @@ LONG_CHAT = [{"role": "user", "content": "".join(
 def test_kv_policies(srv, args):
     """Each per-request "kv" is applied: the policy is echoed, the byte budget is the requested
     fraction of the fp16 cache of prompt + max_tokens (or the requested cap), and the resident
-    bytes reported stay under it."""
+    bytes reported stay under it (quest: every token resident, the budget caps what it attends)."""
     client = srv.client()
     max_tokens = 8
     for kv in ({"policy": "full"}, {"policy": "streaming", "budget": 0.5},
                {"policy": "h2o", "budget_bytes": 2000000},
                {"policy": "qevict", "budget": 0.3, "bits": 4, "prefill_chunk": 64},
-               {"policy": "qevict-qa", "budget": 0.2}, {"policy": "snapkv", "budget": 0.15}):
+               {"policy": "qevict-qa", "budget": 0.2}, {"policy": "snapkv", "budget": 0.15},
+               {"policy": "quest", "budget": 0.1}):
         r = client.chat.completions.create(model="any", messages=LONG_CHAT, max_tokens=max_tokens,
                                            temperature=0, extra_body={"kv": kv})
         got = r.model_extra["kv"]
@@ -327,6 +328,11 @@ def test_kv_policies(srv, args):
         assert per_token * got["tokens_seen"] == got["full_fp16_bytes"], got
         if kv["policy"] == "full":
             assert got["budget_bytes"] == -1 and got["evictions"] == 0, got
+            continue
+        if kv["policy"] == "quest":  # every token resident; the budget caps what decoding reads
+            assert got["budget_bytes"] == -1 and not got["infeasible"], got
+            assert got["resident_bytes"] >= got["full_fp16_bytes"], got
+            assert 0 < got["attended_fraction"] < 0.5, got
             continue
         if "budget_bytes" in kv:
             expected = kv["budget_bytes"]
