@@ -15,6 +15,12 @@
 //               estimated mass.
 //
 //   digest_recall MODEL.gguf TEXT... [--tokens N] [--queries Q] [--window W] [--sinks S]
+//                 [--digests KIND[:G],...]
+//
+// --digests names the digests scored (DigestKindName's names); KIND:G builds one digest per G
+// consecutive windows (over their G * W keys, so it costs 1 / G of the bytes a window) and gives
+// every window of the group the group's estimate: a coarser granularity at fewer bytes. The
+// default list is every kind per window and a few coarser ones near 1 % of a window.
 //
 // With sliding-window layers (Gemma 3), the model runs as in a session (rings for the sliding
 // layers beside the FullCache of the global layers) and only the global layers are scored: the
@@ -96,6 +102,38 @@ double LogSumExp(const double* x, int n) {
   return m + std::log(s);
 }
 
+// A digest scored: its kind over groups of `group` consecutive windows.
+struct DigestConfig {
+  DigestKind kind;
+  int group = 1;
+  std::string Name() const {
+    return DigestKindName(kind) + (group == 1 ? std::string() : " x" + std::to_string(group));
+  }
+};
+
+std::vector<DigestConfig> ParseDigestConfigs(const std::string& list) {
+  std::vector<DigestConfig> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    DigestConfig c;
+    const size_t colon = item.find(':');
+    if (colon != std::string::npos) {
+      const std::string g = item.substr(colon + 1);
+      if (g.empty() || g.size() > 4 || g.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoi(g) < 1) {
+        throw Error("--digests: '" + item + "' needs a group of 1 to 9999 windows after ':'");
+      }
+      c.group = std::stoi(g);
+      item.resize(colon);
+    }
+    c.kind = ParseDigestKind(item);
+    out.push_back(c);
+  }
+  if (out.empty()) throw Error("--digests needs at least one digest");
+  return out;
+}
+
 struct Totals {
   double sum[3][2] = {};  // [ranking][k]
   int64_t n[3] = {};
@@ -106,6 +144,10 @@ int Main(int argc, char** argv) {
   std::vector<std::string> texts;
   int64_t max_tokens = 4096;
   int n_queries = 16, window = 8, sinks = 4;
+  std::string digest_list =
+      "quest-minmax,sign-sketch,mean-key,mean-key-q8,mean-key-q4,mean-key-q3,mean-key-q2,"
+      "quest-minmax-q4,quest-minmax:4,quest-minmax:8,quest-minmax-q4:4,mean-key:4,mean-key:8,"
+      "mean-key-q8:2,mean-key-q4:2";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> int64_t {
@@ -130,7 +172,10 @@ int Main(int argc, char** argv) {
       window = static_cast<int>(value());
     else if (a == "--sinks")
       sinks = static_cast<int>(value());
-    else if (a.rfind("--", 0) == 0)
+    else if (a == "--digests") {
+      if (i + 1 >= argc) throw Error(a + " needs a value");
+      digest_list = argv[++i];
+    } else if (a.rfind("--", 0) == 0)
       throw Error("unknown option " + a);
     else if (model_path.empty())
       model_path = a;
@@ -140,7 +185,7 @@ int Main(int argc, char** argv) {
   if (model_path.empty() || texts.empty()) {
     throw Error(
         "usage: digest_recall MODEL.gguf TEXT... [--tokens N] [--queries Q] "
-        "[--window W] [--sinks S]");
+        "[--window W] [--sinks S] [--digests KIND[:G],...]");
   }
   std::string text;
   for (const auto& path : texts) {
@@ -187,11 +232,10 @@ int Main(int argc, char** argv) {
   const int group = n_heads / n_kv;
   const int n_windows = (body - sinks) / window;
   const int ks[2] = {std::max(1, n_windows * 5 / 100), std::max(1, n_windows * 10 / 100)};
-  const DigestGeometry dg{n_kv, d, window};
-  const DigestKind kinds[] = {DigestKind::kQuestBound, DigestKind::kSignSketch,
-                              DigestKind::kMeanKey};
+  const std::vector<DigestConfig> configs = ParseDigestConfigs(digest_list);
+  const int n_configs = static_cast<int>(configs.size());
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
-  Totals totals[3];
+  std::vector<Totals> totals(n_configs);
   int64_t bound_violations = 0, bound_checks = 0;
 
   std::vector<float> keys, values;
@@ -203,23 +247,28 @@ int Main(int argc, char** argv) {
       throw Error("layer " + std::to_string(layer) + " holds " + std::to_string(kpos.size()) +
                   " tokens, not all " + std::to_string(T));
     const std::vector<float>& q = cache.queries(layer);
-    // Window keys in the block layout [n_kv][W][d].
-    std::vector<std::vector<WindowDigest>> digests(3);
-    std::vector<float> wk(static_cast<size_t>(n_kv) * window * d);
-    for (int w = 0; w < n_windows; ++w) {
-      for (int h = 0; h < n_kv; ++h) {
-        for (int t = 0; t < window; ++t) {
-          const float* src =
-              keys.data() + ((static_cast<int64_t>(sinks) + w * window + t) * n_kv + h) * d;
-          std::copy(src, src + d, wk.data() + (static_cast<int64_t>(h) * window + t) * d);
+    // Per config, a digest per group of windows (the last group may hold fewer), built over the
+    // group's keys in the block layout [n_kv][tokens][d].
+    std::vector<std::vector<WindowDigest>> digests(n_configs);
+    for (int k = 0; k < n_configs; ++k) {
+      const int group = configs[k].group;
+      for (int first = 0; first < n_windows; first += group) {
+        const int tokens = std::min(group, n_windows - first) * window;
+        std::vector<float> wk(static_cast<size_t>(n_kv) * tokens * d);
+        for (int h = 0; h < n_kv; ++h) {
+          for (int t = 0; t < tokens; ++t) {
+            const float* src =
+                keys.data() + ((static_cast<int64_t>(sinks) + first * window + t) * n_kv + h) * d;
+            std::copy(src, src + d, wk.data() + (static_cast<int64_t>(h) * tokens + t) * d);
+          }
         }
+        digests[k].push_back(
+            WindowDigest::Build(configs[k].kind, DigestGeometry{n_kv, d, tokens}, wk.data()));
       }
-      for (int k = 0; k < 3; ++k)
-        digests[k].push_back(WindowDigest::Build(kinds[k], dg, wk.data()));
     }
     // Layer ranking: per window, the max share over (query, head).
     std::vector<double> layer_true(n_windows, 0.0);
-    std::vector<std::vector<double>> layer_est(3, std::vector<double>(n_windows, 0.0));
+    std::vector<std::vector<double>> layer_est(n_configs, std::vector<double>(n_windows, 0.0));
     std::vector<double> logits(T), win_max(n_windows), win_lse(n_windows), est(n_windows);
     for (int qi = 0; qi < n_queries; ++qi) {
       const int qpos = body + qi;
@@ -250,9 +299,13 @@ int Main(int argc, char** argv) {
         for (int w = 0; w < n_windows; ++w) {
           layer_true[w] = std::max(layer_true[w], std::exp(win_lse[w] - lse_all));
         }
-        for (int k = 0; k < 3; ++k) {
-          for (int w = 0; w < n_windows; ++w) est[w] = digests[k][w].Estimate(kvh, qh);
-          if (kinds[k] == DigestKind::kQuestBound) {
+        for (int k = 0; k < n_configs; ++k) {
+          const int group = configs[k].group;
+          for (int gi = 0; gi < static_cast<int>(digests[k].size()); ++gi) {
+            const double e = digests[k][gi].Estimate(kvh, qh);
+            for (int w = gi * group; w < std::min(n_windows, (gi + 1) * group); ++w) est[w] = e;
+          }
+          if (DigestIsUpperBound(configs[k].kind)) {
             for (int w = 0; w < n_windows; ++w) {
               ++bound_checks;
               if (est[w] < win_max[w] - 1e-6 * std::fabs(win_max[w])) ++bound_violations;
@@ -274,7 +327,7 @@ int Main(int argc, char** argv) {
         }
       }
     }
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < n_configs; ++k) {
       for (int ki = 0; ki < 2; ++ki)
         totals[k].sum[2][ki] += Recall(layer_true, layer_est[k], ks[ki]);
       ++totals[k].n[2];
@@ -294,16 +347,21 @@ int Main(int argc, char** argv) {
       "| digest | bytes/window | share of fp16 window | head max @5%% | head max @10%% | "
       "head mass @5%% | head mass @10%% | layer mass @5%% | layer mass @10%% |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
-  for (int k = 0; k < 3; ++k) {
-    std::printf("| %s | %lld | %.2f %% |", DigestKindName(kinds[k]),
-                static_cast<long long>(DigestBytes(kinds[k], dg)),
-                100.0 * DigestBytes(kinds[k], dg) / WindowFp16Bytes(dg));
+  const DigestGeometry dg{n_kv, d, window};
+  for (int k = 0; k < n_configs; ++k) {
+    // A digest per G windows costs 1 / G of its bytes a window.
+    const int group = configs[k].group;
+    const double bytes =
+        static_cast<double>(DigestBytes(configs[k].kind, DigestGeometry{n_kv, d, group * window})) /
+        group;
+    std::printf("| `%s` | %g | %.2f %% |", configs[k].Name().c_str(), bytes,
+                100.0 * bytes / WindowFp16Bytes(dg));
     for (int r = 0; r < 3; ++r) {
       for (int ki = 0; ki < 2; ++ki) std::printf(" %.3f |", totals[k].sum[r][ki] / totals[k].n[r]);
     }
     std::printf("\n");
   }
-  std::printf("\nquest bound below the true max logit: %lld of %lld windows x heads x queries\n",
+  std::printf("\nbound kinds below the true max logit: %lld of %lld windows x heads x queries\n",
               static_cast<long long>(bound_violations), static_cast<long long>(bound_checks));
   return 0;
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "util/error.h"
 #include "util/fp16.h"
@@ -43,6 +45,114 @@ void CheckGeometry(const DigestGeometry& g) {
   QEVICT_CHECK(g.n_kv_heads > 0 && g.head_dim > 0 && g.head_dim % 8 == 0 && g.window_tokens > 0);
 }
 
+// Bits a channel of the quantized mean-key kinds; 0 for the other kinds.
+int MeanKeyBits(DigestKind kind) {
+  switch (kind) {
+    case DigestKind::kMeanKeyQ8:
+      return 8;
+    case DigestKind::kMeanKeyQ4:
+      return 4;
+    case DigestKind::kMeanKeyQ3:
+      return 3;
+    case DigestKind::kMeanKeyQ2:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+// Codes of `bits` bits packed least significant bit first, code i at bit i * bits (3-bit codes
+// straddle bytes).
+void PutCode(uint8_t* packed, int i, int bits, unsigned code) {
+  const int at = i * bits, byte = at / 8, shift = at % 8;
+  packed[byte] |= static_cast<uint8_t>(code << shift);
+  if (shift + bits > 8) packed[byte + 1] |= static_cast<uint8_t>(code >> (8 - shift));
+}
+unsigned GetCode(const uint8_t* packed, int i, int bits) {
+  const int at = i * bits, byte = at / 8, shift = at % 8;
+  unsigned v = packed[byte] >> shift;
+  if (shift + bits > 8) v |= static_cast<unsigned>(packed[byte + 1]) << (8 - shift);
+  return v & ((1u << bits) - 1);
+}
+
+// The mid-rise grid of `bits` bits with step s: code u stands for (u - half + 1/2) * s.
+unsigned MidRiseCode(double x, double step, int bits) {
+  const int half = 1 << (bits - 1);
+  const double u = std::floor(x / step) + half;
+  return static_cast<unsigned>(std::clamp(u, 0.0, static_cast<double>(2 * half - 1)));
+}
+
+// One head's mean key (d values) on the grid of `bits` bits: the fp16 step with the least squared
+// error among 32 from the one that just covers the largest |m_c| down to 0.15 of it, then the
+// codes.
+void QuantizeMeanKey(const float* mean, int d, int bits, uint8_t* out) {
+  float absmax = 0;
+  for (int c = 0; c < d; ++c) absmax = std::max(absmax, std::fabs(mean[c]));
+  const int half = 1 << (bits - 1);
+  uint16_t best_step = 0;  // 0: every code stands for 0
+  if (absmax > 0) {
+    double best_err = std::numeric_limits<double>::infinity();
+    const double cover = absmax / (half - 0.5);
+    for (int i = 0; i < 32; ++i) {
+      const double f = 1.0 - 0.85 * i / 31;
+      const uint16_t h = Fp32ToFp16(static_cast<float>(std::min(cover * f, 65504.0)));
+      const double step = Fp16ToFp32(h);
+      if (!(step > 0)) continue;
+      double err = 0;
+      for (int c = 0; c < d; ++c) {
+        const double v =
+            (static_cast<double>(MidRiseCode(mean[c], step, bits)) - half + 0.5) * step;
+        err += (v - mean[c]) * (v - mean[c]);
+      }
+      if (err < best_err) {
+        best_err = err;
+        best_step = h;
+      }
+    }
+  }
+  StoreU16(out, best_step);
+  const double step = Fp16ToFp32(best_step);
+  for (int c = 0; c < d; ++c) {
+    PutCode(out + 2, c, bits, step > 0 ? MidRiseCode(mean[c], step, bits) : half);
+  }
+}
+
+// Quest's min and max of one head on a 4-bit grid, rounded outward (see the header).
+void QuantizeQuestBound(const float* lo, const float* hi, int d, uint8_t* out) {
+  float a = 0;
+  for (int c = 0; c < d; ++c) a = std::max({a, std::fabs(lo[c]), std::fabs(hi[c])});
+  uint16_t h = 0;
+  if (a > 0) {
+    h = Fp16Directed(static_cast<float>(a / 7.0), /*up=*/true);
+    while (std::isfinite(Fp16ToFp32(h)) && 7.0 * Fp16ToFp32(h) < a) ++h;  // next fp16 up
+  }
+  StoreU16(out, h);
+  const double step = Fp16ToFp32(h);
+  for (int c = 0; c < d; ++c) {
+    int clo = 0, chi = 0;
+    if (!std::isfinite(step)) {  // keys beyond 7 * 65504: the bound is +inf, still a bound
+      clo = -8;
+      chi = 7;
+    } else if (step > 0) {
+      clo = static_cast<int>(std::floor(lo[c] / step));
+      while (clo * step > lo[c]) --clo;
+      chi = static_cast<int>(std::ceil(hi[c] / step));
+      while (chi * step < hi[c]) ++chi;
+    }
+    QEVICT_CHECK(clo >= -8 && clo <= 7 && chi >= -8 && chi <= 7);
+    out[2 + c] = static_cast<uint8_t>((clo & 0xF) | ((chi & 0xF) << 4));
+  }
+}
+
+int SignedNibble(unsigned n) { return static_cast<int>(n ^ 8u) - 8; }
+
+// A double rounded up to the next float at or above it: a bound computed in double stays one.
+float RoundUpToFloat(double s) {
+  float f = static_cast<float>(s);
+  if (static_cast<double>(f) < s) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
 }  // namespace
 
 const char* DigestKindName(DigestKind kind) {
@@ -53,8 +163,32 @@ const char* DigestKindName(DigestKind kind) {
       return "sign-sketch";
     case DigestKind::kMeanKey:
       return "mean-key";
+    case DigestKind::kMeanKeyQ8:
+      return "mean-key-q8";
+    case DigestKind::kMeanKeyQ4:
+      return "mean-key-q4";
+    case DigestKind::kMeanKeyQ3:
+      return "mean-key-q3";
+    case DigestKind::kMeanKeyQ2:
+      return "mean-key-q2";
+    case DigestKind::kQuestBoundQ4:
+      return "quest-minmax-q4";
   }
   return "?";
+}
+
+DigestKind ParseDigestKind(std::string_view name) {
+  std::string accepted;
+  for (DigestKind kind : kAllDigestKinds) {
+    if (name == DigestKindName(kind)) return kind;
+    accepted += accepted.empty() ? "" : ", ";
+    accepted += DigestKindName(kind);
+  }
+  throw Error("unknown window digest '" + std::string(name) + "' (accepted: " + accepted + ")");
+}
+
+bool DigestIsUpperBound(DigestKind kind) {
+  return kind == DigestKind::kQuestBound || kind == DigestKind::kQuestBoundQ4;
 }
 
 int64_t DigestBytes(DigestKind kind, const DigestGeometry& g) {
@@ -66,6 +200,13 @@ int64_t DigestBytes(DigestKind kind, const DigestGeometry& g) {
       return n * w * (d / 8 + 2);  // signs + fp16 scale per key
     case DigestKind::kMeanKey:
       return n * d * 2;  // mean per channel, fp16
+    case DigestKind::kMeanKeyQ8:
+    case DigestKind::kMeanKeyQ4:
+    case DigestKind::kMeanKeyQ3:
+    case DigestKind::kMeanKeyQ2:
+      return n * (d * MeanKeyBits(kind) / 8 + 2);  // packed codes + fp16 step per head
+    case DigestKind::kQuestBoundQ4:
+      return n * (d + 2);  // a byte of two 4-bit codes per channel + fp16 step per head
   }
   return 0;
 }
@@ -120,6 +261,33 @@ void BuildDigest(DigestKind kind, const DigestGeometry& g, const Key* keys, uint
           for (int t = 0; t < w; ++t) s += KeyValue(head[static_cast<int64_t>(t) * d + c]);
           StoreU16(mean + c * 2, Fp32ToFp16(static_cast<float>(s / w)));
         }
+        break;
+      }
+      case DigestKind::kMeanKeyQ8:
+      case DigestKind::kMeanKeyQ4:
+      case DigestKind::kMeanKeyQ3:
+      case DigestKind::kMeanKeyQ2: {
+        const int bits = MeanKeyBits(kind);
+        std::vector<float> mean(d);
+        for (int c = 0; c < d; ++c) {
+          double s = 0;
+          for (int t = 0; t < w; ++t) s += KeyValue(head[static_cast<int64_t>(t) * d + c]);
+          mean[c] = static_cast<float>(s / w);
+        }
+        QuantizeMeanKey(mean.data(), d, bits, out + static_cast<int64_t>(h) * (d * bits / 8 + 2));
+        break;
+      }
+      case DigestKind::kQuestBoundQ4: {
+        std::vector<float> lo(d, std::numeric_limits<float>::infinity());
+        std::vector<float> hi(d, -std::numeric_limits<float>::infinity());
+        for (int t = 0; t < w; ++t) {
+          for (int c = 0; c < d; ++c) {
+            const float k = KeyValue(head[static_cast<int64_t>(t) * d + c]);
+            lo[c] = std::min(lo[c], k);
+            hi[c] = std::max(hi[c], k);
+          }
+        }
+        QuantizeQuestBound(lo.data(), hi.data(), d, out + static_cast<int64_t>(h) * (d + 2));
         break;
       }
     }
@@ -180,9 +348,7 @@ float WindowDigest::EstimateBytes(DigestKind kind, const DigestGeometry& g, cons
         const double hi = static_cast<double>(q[c]) * Fp16ToFp32(LoadU16(maxs + c * 2));
         s += std::max(lo, hi);
       }
-      float f = static_cast<float>(s);
-      if (static_cast<double>(f) < s) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-      return f;
+      return RoundUpToFloat(s);
     }
     case DigestKind::kSignSketch: {
       const int rec = d / 8 + 2;
@@ -204,6 +370,32 @@ float WindowDigest::EstimateBytes(DigestKind kind, const DigestGeometry& g, cons
       float s = 0;
       for (int c = 0; c < d; ++c) s += q[c] * Fp16ToFp32(LoadU16(mean + c * 2));
       return s;
+    }
+    case DigestKind::kMeanKeyQ8:
+    case DigestKind::kMeanKeyQ4:
+    case DigestKind::kMeanKeyQ3:
+    case DigestKind::kMeanKeyQ2: {
+      const int bits = MeanKeyBits(kind), half = 1 << (bits - 1);
+      const uint8_t* r = b + static_cast<int64_t>(kv_head) * (d * bits / 8 + 2);
+      // q . ((u - half + 1/2) s) = s (sum_c q_c u_c - (half - 1/2) sum_c q_c)
+      float qu = 0, q_sum = 0;
+      for (int c = 0; c < d; ++c) {
+        qu += q[c] * static_cast<float>(GetCode(r + 2, c, bits));
+        q_sum += q[c];
+      }
+      return Fp16ToFp32(LoadU16(r)) * (qu - (static_cast<float>(half) - 0.5f) * q_sum);
+    }
+    case DigestKind::kQuestBoundQ4: {
+      const uint8_t* r = b + static_cast<int64_t>(kv_head) * (d + 2);
+      const double step = Fp16ToFp32(LoadU16(r));
+      // Each product of a float and a small integer is exact in double; the step last.
+      double s = 0;
+      for (int c = 0; c < d; ++c) {
+        const double qc = q[c];
+        s += std::max(qc * SignedNibble(r[2 + c] & 0xFu), qc * SignedNibble(r[2 + c] >> 4));
+      }
+      if (s == 0) return 0;  // also keeps 0 * inf out
+      return RoundUpToFloat(s * step);
     }
   }
   return 0;
@@ -228,7 +420,7 @@ WindowDigest WindowDigest::Read(ByteReader& in, const DigestGeometry& g) {
   CheckGeometry(g);
   WindowDigest dg;
   const uint8_t kind = in.Pod<uint8_t>("digest kind");
-  if (kind > static_cast<uint8_t>(DigestKind::kMeanKey)) {
+  if (kind > static_cast<uint8_t>(DigestKind::kQuestBoundQ4)) {
     throw Error("window digest: unknown kind " + std::to_string(kind));
   }
   dg.kind_ = static_cast<DigestKind>(kind);

@@ -3,7 +3,8 @@
 // (disk_cold_store.h), from which a query's attention to the window is bounded or estimated without
 // reading it. The recall step ranks cold windows by these estimates and reads the top ones back.
 //
-// Three kinds, all over a window's keys after RoPE, per KV head:
+// All kinds are over a window's keys after RoPE, per KV head, and each is built from that one
+// window's keys alone (no state shared across windows or layers):
 //   kQuestBound  (Quest): per channel the min and max of the window's keys, fp16 rounded
 //                outward. bound(q) = sum_c max(q_c * min_c, q_c * max_c) >= q . k for every key
 //                k of the window: a true upper bound of the window's max logit.
@@ -12,34 +13,80 @@
 //                quantized to one bit per channel with its least-squares scale).
 //   kMeanKey     (InfLLM-like representative key): the mean key of the window (fp16).
 //                estimate(q) = q . mean: the window's mean logit, not its max.
+// The compact kinds (the cold tier charges digests to the resident budget, which is 5-10 % of
+// the fp16 cache, so a digest must cost about 1 % of a window):
+//   kMeanKeyQ8/Q4/Q3/Q2  the mean key quantized to B = 8/4/3/2 bits a channel: per KV head one
+//                fp16 step s and codes u_c in [0, 2^B), value (u_c - 2^(B-1) + 1/2) * s (a
+//                symmetric mid-rise grid). s is the step of that grid with the least squared
+//                error over the head's channels (searched, so a few large channels are clipped
+//                rather than every small one rounded to the first level).
+//                estimate(q) = q . dequantized mean.
+//   kQuestBoundQ4  Quest's min and max on a 4-bit grid: per KV head one fp16 step s (>= the
+//                head's largest |min_c|, |max_c| over 7), per channel a byte holding the signed
+//                codes floor(min_c / s) and ceil(max_c / s) in [-8, 7]. Rounded outward, so the
+//                bound stays >= q . k for every key of the window.
 //
 // Bytes per window (n KV heads, head_dim d, W tokens), against the window's fp16 block
 // 2 * n * W * d * 2 bytes (keys and values):
-//   kind          bytes                 share        SmolLM2-135M (n 3, d 64, W 8: 6144 B)
-//   kQuestBound   2 * n * d * 2         1 / W        768 B = 12.5 %
-//   kSignSketch   n * W * (d / 8 + 2)   (d/8+2)/4d   240 B = 3.91 %
-//   kMeanKey      n * d * 2             1 / (2 W)    384 B = 6.25 %
-//                                                    Gemma 3 270M (n 1, d 256, W 8: 8192 B)
-//   kQuestBound                                      1024 B = 12.5 %
-//   kSignSketch                                      272 B = 3.32 %
-//   kMeanKey                                         512 B = 6.25 %
-// (checked by window_digest_test.cc, WindowDigest.BytesPerWindowAndShares). Which kind ranks
-// windows best on real queries is measured by bench/digest_recall.cc (docs/kv-cache.md, "Cold
-// tier (in progress): store and digests").
+//   kind            bytes                 share        SmolLM2-135M (n 3, d 64, W 8: 6144 B)
+//   kQuestBound     2 * n * d * 2         1 / W        768 B = 12.5 %
+//   kSignSketch     n * W * (d / 8 + 2)   (d/8+2)/4d   240 B = 3.91 %
+//   kMeanKey        n * d * 2             1 / (2 W)    384 B = 6.25 %
+//   kMeanKeyQ8      n * (d + 2)                        198 B = 3.22 %
+//   kMeanKeyQ4      n * (d / 2 + 2)                    102 B = 1.66 %
+//   kMeanKeyQ3      n * (3 d / 8 + 2)                   78 B = 1.27 %
+//   kMeanKeyQ2      n * (d / 4 + 2)                     54 B = 0.88 %
+//   kQuestBoundQ4   n * (d + 2)                        198 B = 3.22 %
+//                                                      Gemma 3 270M (n 1, d 256, W 8: 8192 B)
+//   kQuestBound                                        1024 B = 12.5 %
+//   kSignSketch                                        272 B = 3.32 %
+//   kMeanKey                                           512 B = 6.25 %
+//   kMeanKeyQ8                                         258 B = 3.15 %
+//   kMeanKeyQ4                                         130 B = 1.59 %
+//   kMeanKeyQ3                                          98 B = 1.20 %
+//   kMeanKeyQ2                                          66 B = 0.81 %
+//   kQuestBoundQ4                                      258 B = 3.15 %
+// None of these but the share of kQuestBound, kSignSketch and kMeanKey depends on W: a digest
+// built over a longer span (the keys of G consecutive windows as one "window" of G * W tokens)
+// costs 1 / G of these bytes per window, which is how bench/digest_recall.cc measures coarser
+// granularities. (Checked by window_digest_test.cc, WindowDigest.BytesPerWindowAndShares.)
+// Which kind ranks windows best on real queries is measured by bench/digest_recall.cc
+// (docs/kv-cache.md, "Cold tier (in progress): store and digests").
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/byte_stream.h"
 
 namespace qevict {
 
-enum class DigestKind : uint8_t { kQuestBound = 0, kSignSketch = 1, kMeanKey = 2 };
+enum class DigestKind : uint8_t {
+  kQuestBound = 0,
+  kSignSketch = 1,
+  kMeanKey = 2,
+  kMeanKeyQ8 = 3,
+  kMeanKeyQ4 = 4,
+  kMeanKeyQ3 = 5,
+  kMeanKeyQ2 = 6,
+  kQuestBoundQ4 = 7,
+};
 
+inline constexpr DigestKind kAllDigestKinds[] = {
+    DigestKind::kQuestBound, DigestKind::kSignSketch,  DigestKind::kMeanKey,
+    DigestKind::kMeanKeyQ8,  DigestKind::kMeanKeyQ4,   DigestKind::kMeanKeyQ3,
+    DigestKind::kMeanKeyQ2,  DigestKind::kQuestBoundQ4};
+
+// The kind's name: quest-minmax, sign-sketch, mean-key, mean-key-q8, mean-key-q4, mean-key-q3,
+// mean-key-q2, quest-minmax-q4. ParseDigestKind reads it back and throws qevict::Error naming
+// the accepted names for anything else (a config value).
 const char* DigestKindName(DigestKind kind);
+DigestKind ParseDigestKind(std::string_view name);
+// Whether the kind's estimate is a true upper bound of every q . k of the window (Quest's).
+bool DigestIsUpperBound(DigestKind kind);
 
 struct DigestGeometry {
   int n_kv_heads = 0;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "util/error.h"
@@ -13,8 +15,7 @@
 namespace qevict {
 namespace {
 
-constexpr DigestKind kKinds[] = {DigestKind::kQuestBound, DigestKind::kSignSketch,
-                                 DigestKind::kMeanKey};
+constexpr auto& kKinds = kAllDigestKinds;
 
 // The true max logit over the window's keys of kv_head, keys [n_kv][W][d], in double.
 double TrueMax(const DigestGeometry& g, const std::vector<float>& keys, int kv_head,
@@ -48,6 +49,17 @@ TEST(WindowDigest, BytesPerWindowAndShares) {
   EXPECT_EQ(DigestBytes(DigestKind::kQuestBound, gemma), 1024);
   EXPECT_EQ(DigestBytes(DigestKind::kSignSketch, gemma), 272);
   EXPECT_EQ(DigestBytes(DigestKind::kMeanKey, gemma), 512);
+  // The compact kinds: about 1 % of a window and less (the cold tier's budget).
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ8, smol), 198);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ4, smol), 102);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ3, smol), 78);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ2, smol), 54);
+  EXPECT_EQ(DigestBytes(DigestKind::kQuestBoundQ4, smol), 198);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ8, gemma), 258);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ4, gemma), 130);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ3, gemma), 98);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ2, gemma), 66);
+  EXPECT_EQ(DigestBytes(DigestKind::kQuestBoundQ4, gemma), 258);
   auto share = [](DigestKind k, const DigestGeometry& g) {
     return 100.0 * DigestBytes(k, g) / WindowFp16Bytes(g);
   };
@@ -57,6 +69,15 @@ TEST(WindowDigest, BytesPerWindowAndShares) {
   EXPECT_DOUBLE_EQ(share(DigestKind::kQuestBound, gemma), 12.5);
   EXPECT_NEAR(share(DigestKind::kSignSketch, gemma), 3.32, 0.005);
   EXPECT_DOUBLE_EQ(share(DigestKind::kMeanKey, gemma), 6.25);
+  EXPECT_NEAR(share(DigestKind::kMeanKeyQ4, smol), 1.66, 0.005);
+  EXPECT_NEAR(share(DigestKind::kMeanKeyQ3, smol), 1.27, 0.005);
+  EXPECT_NEAR(share(DigestKind::kMeanKeyQ2, smol), 0.88, 0.005);
+  EXPECT_NEAR(share(DigestKind::kMeanKeyQ4, gemma), 1.59, 0.005);
+  EXPECT_NEAR(share(DigestKind::kMeanKeyQ3, gemma), 1.20, 0.005);
+  EXPECT_NEAR(share(DigestKind::kMeanKeyQ2, gemma), 0.81, 0.005);
+  // Over G windows' keys at once (a coarser digest), the quantized kinds' bytes do not grow.
+  EXPECT_EQ(DigestBytes(DigestKind::kQuestBoundQ4, DigestGeometry{3, 64, 32}), 198);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ4, DigestGeometry{1, 256, 16}), 130);
   // A built digest holds exactly that many bytes.
   std::mt19937 rng(1);
   const auto keys = Normal(rng, 3 * 8 * 64, 1.f);
@@ -67,41 +88,63 @@ TEST(WindowDigest, BytesPerWindowAndShares) {
 }
 
 TEST(WindowDigest, QuestBoundIsAnUpperBoundOfEveryKeysLogit) {
-  std::mt19937 rng(7);
-  const DigestGeometry geometries[] = {{3, 64, 8}, {1, 256, 8}, {2, 16, 4}};
-  int checked = 0;
-  for (const DigestGeometry& g : geometries) {
-    for (int trial = 0; trial < 300; ++trial) {
-      // Keys of mixed scales (RoPE'd keys have a few large channels), in fp32 values that fp16
-      // cannot hold exactly. Every other trial's windows repeat one key: min = max = that key,
-      // no slack left, and only the outward rounding of min and max keeps the bound a bound.
-      const float scale = trial % 3 == 0 ? 0.01f : (trial % 3 == 1 ? 1.f : 30.f);
-      auto keys =
-          Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim, scale);
-      if (trial % 2 == 0) {
-        for (int h = 0; h < g.n_kv_heads; ++h) {
-          float* head = keys.data() + static_cast<int64_t>(h) * g.window_tokens * g.head_dim;
-          for (int t = 1; t < g.window_tokens; ++t) {
-            std::copy(head, head + g.head_dim, head + static_cast<int64_t>(t) * g.head_dim);
+  // Both bound kinds: fp16 min and max, and the 4-bit codes.
+  EXPECT_TRUE(DigestIsUpperBound(DigestKind::kQuestBound));
+  EXPECT_TRUE(DigestIsUpperBound(DigestKind::kQuestBoundQ4));
+  EXPECT_FALSE(DigestIsUpperBound(DigestKind::kMeanKeyQ4));
+  for (DigestKind kind : {DigestKind::kQuestBound, DigestKind::kQuestBoundQ4}) {
+    std::mt19937 rng(7);
+    const DigestGeometry geometries[] = {{3, 64, 8}, {1, 256, 8}, {2, 16, 4}};
+    int checked = 0;
+    for (const DigestGeometry& g : geometries) {
+      for (int trial = 0; trial < 300; ++trial) {
+        // Keys of mixed scales (RoPE'd keys have a few large channels), in fp32 values that fp16
+        // cannot hold exactly. Every other trial's windows repeat one key: min = max = that key,
+        // no slack left, and only the outward rounding of min and max keeps the bound a bound.
+        const float scale = trial % 3 == 0 ? 0.01f : (trial % 3 == 1 ? 1.f : 30.f);
+        auto keys =
+            Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim, scale);
+        if (trial % 2 == 0) {
+          for (int h = 0; h < g.n_kv_heads; ++h) {
+            float* head = keys.data() + static_cast<int64_t>(h) * g.window_tokens * g.head_dim;
+            for (int t = 1; t < g.window_tokens; ++t) {
+              std::copy(head, head + g.head_dim, head + static_cast<int64_t>(t) * g.head_dim);
+            }
           }
         }
-      }
-      std::vector<uint16_t> half(keys.size());
-      for (size_t i = 0; i < keys.size(); ++i) half[i] = Fp32ToFp16(keys[i]);
-      std::vector<float> half_as_float(keys.size());
-      for (size_t i = 0; i < keys.size(); ++i) half_as_float[i] = Fp16ToFp32(half[i]);
-      const auto from32 = WindowDigest::Build(DigestKind::kQuestBound, g, keys.data());
-      const auto from16 = WindowDigest::BuildFromFp16(DigestKind::kQuestBound, g, half.data());
-      for (int h = 0; h < g.n_kv_heads; ++h) {
-        const auto q = Normal(rng, g.head_dim, trial % 2 == 0 ? 1.f : 0.125f);
-        EXPECT_GE(static_cast<double>(from32.Estimate(h, q.data())), TrueMax(g, keys, h, q.data()));
-        EXPECT_GE(static_cast<double>(from16.Estimate(h, q.data())),
-                  TrueMax(g, half_as_float, h, q.data()));
-        ++checked;
+        std::vector<uint16_t> half(keys.size());
+        for (size_t i = 0; i < keys.size(); ++i) half[i] = Fp32ToFp16(keys[i]);
+        std::vector<float> half_as_float(keys.size());
+        for (size_t i = 0; i < keys.size(); ++i) half_as_float[i] = Fp16ToFp32(half[i]);
+        const auto from32 = WindowDigest::Build(kind, g, keys.data());
+        const auto from16 = WindowDigest::BuildFromFp16(kind, g, half.data());
+        for (int h = 0; h < g.n_kv_heads; ++h) {
+          const auto q = Normal(rng, g.head_dim, trial % 2 == 0 ? 1.f : 0.125f);
+          EXPECT_GE(static_cast<double>(from32.Estimate(h, q.data())),
+                    TrueMax(g, keys, h, q.data()))
+              << DigestKindName(kind);
+          EXPECT_GE(static_cast<double>(from16.Estimate(h, q.data())),
+                    TrueMax(g, half_as_float, h, q.data()))
+              << DigestKindName(kind);
+          ++checked;
+        }
       }
     }
+    EXPECT_EQ(checked, 300 * (3 + 1 + 2));
   }
-  EXPECT_EQ(checked, 300 * (3 + 1 + 2));
+}
+
+TEST(WindowDigest, QuestBoundQ4OfKeysBeyondFp16IsInfinite) {
+  // A step of max |k| / 7 above fp16's largest value: every channel's codes are the outermost
+  // and the bound is +inf, which still bounds (never a NaN, never a finite value below q . k).
+  const DigestGeometry g{1, 8, 2};
+  std::vector<float> keys(16, 1.f);
+  keys[3] = 1e6f;
+  const auto dg = WindowDigest::Build(DigestKind::kQuestBoundQ4, g, keys.data());
+  const std::vector<float> q = {0.5f, -1, 0, 2, 0, 0, 0, 1};
+  EXPECT_EQ(dg.Estimate(0, q.data()), std::numeric_limits<float>::infinity());
+  const std::vector<float> zero(8, 0.f);
+  EXPECT_EQ(dg.Estimate(0, zero.data()), 0.f);
 }
 
 TEST(WindowDigest, TheWindowHoldingTheMaximumKeyRanksFirst) {
@@ -165,6 +208,57 @@ TEST(WindowDigest, EstimatesOfTheSketchAndMeanKeyAreWhatTheyState) {
   EXPECT_FLOAT_EQ(quest.Estimate(0, q.data()), 5.f);
 }
 
+TEST(WindowDigest, QuantizedMeanKeysEstimateTheMeanLogitWithinTheirGrid) {
+  // The quantized mean keys against the fp16 one, on keys with a few large channels as RoPE'd
+  // keys have: the error of q . mean shrinks with the bits, and 8 bits is close to exact.
+  const DigestGeometry g{1, 64, 8};
+  std::mt19937 rng(5);
+  const DigestKind kinds[] = {DigestKind::kMeanKeyQ2, DigestKind::kMeanKeyQ3,
+                              DigestKind::kMeanKeyQ4, DigestKind::kMeanKeyQ8};
+  double err[4] = {}, norm = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    auto keys = Normal(rng, 8 * 64, 1.f);
+    for (int t = 0; t < 8; ++t) {
+      keys[t * 64 + 5] += 6.f;  // a large channel with a consistent sign
+      keys[t * 64 + 40] -= 3.f;
+    }
+    const auto q = Normal(rng, 64, 1.f);
+    const double exact =
+        WindowDigest::Build(DigestKind::kMeanKey, g, keys.data()).Estimate(0, q.data());
+    norm += exact * exact;
+    for (int i = 0; i < 4; ++i) {
+      const double e = WindowDigest::Build(kinds[i], g, keys.data()).Estimate(0, q.data());
+      err[i] += (e - exact) * (e - exact);
+    }
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_LT(err[i + 1], err[i]) << DigestKindName(kinds[i + 1]);
+  EXPECT_LT(std::sqrt(err[3] / norm), 0.03);  // 8 bits: within 3 % (rms; 1.6 % measured)
+  // 4 bits: a 6-sigma channel on one per-head grid leaves the small channels few levels (0.25
+  // measured); 2 bits is still closer than knowing nothing (an estimate of 0).
+  EXPECT_LT(std::sqrt(err[2] / norm), 0.3);
+  EXPECT_LT(std::sqrt(err[0] / norm), 0.9);
+  // A window of zero keys: a zero step, every estimate 0.
+  const std::vector<float> zeros(8 * 64, 0.f);
+  const auto q = Normal(rng, 64, 1.f);
+  for (DigestKind kind : kinds) {
+    EXPECT_EQ(WindowDigest::Build(kind, g, zeros.data()).Estimate(0, q.data()), 0.f);
+  }
+}
+
+TEST(WindowDigest, KindsParseByName) {
+  for (DigestKind kind : kKinds) EXPECT_EQ(ParseDigestKind(DigestKindName(kind)), kind);
+  EXPECT_EQ(ParseDigestKind("mean-key-q4"), DigestKind::kMeanKeyQ4);
+  try {
+    ParseDigestKind("mean-key-q5");
+    ADD_FAILURE() << "mean-key-q5 parsed";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("mean-key-q5"), std::string::npos) << what;
+    EXPECT_NE(what.find("quest-minmax-q4"), std::string::npos) << what;  // the accepted names
+  }
+  EXPECT_THROW(ParseDigestKind(""), Error);
+}
+
 TEST(WindowDigest, DigestsRoundTripAndBadRecordsAreErrors) {
   const DigestGeometry g{3, 64, 8};
   std::mt19937 rng(3);
@@ -198,9 +292,11 @@ TEST(WindowDigest, DigestsRoundTripAndBadRecordsAreErrors) {
     ByteReader short_in(cut, "digest");
     EXPECT_THROW(WindowDigest::Read(short_in, g), Error);
   }
-  std::vector<uint8_t> bad_kind = {9, 0, 0, 0, 0};
-  ByteReader bad(bad_kind, "digest");
-  EXPECT_THROW(WindowDigest::Read(bad, g), Error);
+  for (uint8_t k : {uint8_t{8}, uint8_t{9}, uint8_t{255}}) {
+    std::vector<uint8_t> bad_kind = {k, 0, 0, 0, 0};
+    ByteReader bad(bad_kind, "digest");
+    EXPECT_THROW(WindowDigest::Read(bad, g), Error);
+  }
 }
 
 }  // namespace
