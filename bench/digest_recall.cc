@@ -15,12 +15,15 @@
 //               estimated mass.
 //
 //   digest_recall MODEL.gguf TEXT... [--tokens N] [--queries Q] [--window W] [--sinks S]
-//                 [--digests KIND[:G],...]
+//                 [--digests KIND[:G],...] [--fit-tokens F]
 //
 // --digests names the digests scored (DigestKindName's names); KIND:G builds one digest per G
 // consecutive windows (over their G * W keys, so it costs 1 / G of the bytes a window) and gives
 // every window of the group the group's estimate: a coarser granularity at fewer bytes. The
-// default list is every kind per window and a few coarser ones near 1 % of a window.
+// default list is every kind per window and a few coarser ones near 1 % of a window. The
+// context kinds (mean-key-q4c, ...) fit each layer's DigestContext on the windows within the
+// first F tokens (default 1024: what a cache sees of a prompt at its first evictions), once,
+// and read every window of the layer against it.
 //
 // With sliding-window layers (Gemma 3), the model runs as in a session (rings for the sliding
 // layers beside the FullCache of the global layers) and only the global layers are scored: the
@@ -144,10 +147,11 @@ int Main(int argc, char** argv) {
   std::vector<std::string> texts;
   int64_t max_tokens = 4096;
   int n_queries = 16, window = 8, sinks = 4;
+  int64_t fit_tokens = 1024;
   std::string digest_list =
       "quest-minmax,sign-sketch,mean-key,mean-key-q8,mean-key-q4,mean-key-q3,mean-key-q2,"
       "quest-minmax-q4,quest-minmax:4,quest-minmax:8,quest-minmax-q4:4,mean-key:4,mean-key:8,"
-      "mean-key-q8:2,mean-key-q4:2";
+      "mean-key-q8:2,mean-key-q4:2,mean-key-q4c,mean-key-q3c,mean-key-q2c,mean-key-q4c:2";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> int64_t {
@@ -172,6 +176,8 @@ int Main(int argc, char** argv) {
       window = static_cast<int>(value());
     else if (a == "--sinks")
       sinks = static_cast<int>(value());
+    else if (a == "--fit-tokens")
+      fit_tokens = value();
     else if (a == "--digests") {
       if (i + 1 >= argc) throw Error(a + " needs a value");
       digest_list = argv[++i];
@@ -185,7 +191,7 @@ int Main(int argc, char** argv) {
   if (model_path.empty() || texts.empty()) {
     throw Error(
         "usage: digest_recall MODEL.gguf TEXT... [--tokens N] [--queries Q] "
-        "[--window W] [--sinks S] [--digests KIND[:G],...]");
+        "[--window W] [--sinks S] [--digests KIND[:G],...] [--fit-tokens F]");
   }
   std::string text;
   for (const auto& path : texts) {
@@ -236,6 +242,8 @@ int Main(int argc, char** argv) {
   const int n_configs = static_cast<int>(configs.size());
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<Totals> totals(n_configs);
+  int64_t context_bytes = 0;
+  int context_windows = 0;
   int64_t bound_violations = 0, bound_checks = 0;
 
   std::vector<float> keys, values;
@@ -247,6 +255,27 @@ int Main(int argc, char** argv) {
       throw Error("layer " + std::to_string(layer) + " holds " + std::to_string(kpos.size()) +
                   " tokens, not all " + std::to_string(T));
     const std::vector<float>& q = cache.queries(layer);
+    // The layer's context for the context kinds: fitted on the windows of the first fit_tokens.
+    const int n_fit = static_cast<int>(
+        std::clamp<int64_t>((fit_tokens - sinks) / window, 1, static_cast<int64_t>(n_windows)));
+    std::shared_ptr<const DigestContext> ctx;
+    {
+      std::vector<float> fit(static_cast<size_t>(n_fit) * n_kv * window * d);
+      for (int w = 0; w < n_fit; ++w) {
+        for (int h = 0; h < n_kv; ++h) {
+          for (int t = 0; t < window; ++t) {
+            const float* src =
+                keys.data() + ((static_cast<int64_t>(sinks) + w * window + t) * n_kv + h) * d;
+            std::copy(src, src + d,
+                      fit.data() + ((static_cast<int64_t>(w) * n_kv + h) * window + t) * d);
+          }
+        }
+      }
+      ctx = std::make_shared<const DigestContext>(
+          DigestContext::Fit(DigestGeometry{n_kv, d, window}, fit.data(), n_fit));
+      context_bytes = ctx->bytes();
+      context_windows = n_fit;
+    }
     // Per config, a digest per group of windows (the last group may hold fewer), built over the
     // group's keys in the block layout [n_kv][tokens][d].
     std::vector<std::vector<WindowDigest>> digests(n_configs);
@@ -263,7 +292,7 @@ int Main(int argc, char** argv) {
           }
         }
         digests[k].push_back(
-            WindowDigest::Build(configs[k].kind, DigestGeometry{n_kv, d, tokens}, wk.data()));
+            WindowDigest::Build(configs[k].kind, DigestGeometry{n_kv, d, tokens}, wk.data(), ctx));
       }
     }
     // Layer ranking: per window, the max share over (query, head).
@@ -361,7 +390,12 @@ int Main(int argc, char** argv) {
     }
     std::printf("\n");
   }
-  std::printf("\nbound kinds below the true max logit: %lld of %lld windows x heads x queries\n",
+  std::printf(
+      "\ncontext kinds: a DigestContext of %lld B per layer (%.2f B a window over %d windows), "
+      "fitted on the first %d windows\n",
+      static_cast<long long>(context_bytes), static_cast<double>(context_bytes) / n_windows,
+      n_windows, context_windows);
+  std::printf("bound kinds below the true max logit: %lld of %lld windows x heads x queries\n",
               static_cast<long long>(bound_violations), static_cast<long long>(bound_checks));
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,12 @@ int MeanKeyBits(DigestKind kind) {
     case DigestKind::kMeanKeyQ3:
       return 3;
     case DigestKind::kMeanKeyQ2:
+      return 2;
+    case DigestKind::kMeanKeyQ4C:
+      return 4;
+    case DigestKind::kMeanKeyQ3C:
+      return 3;
+    case DigestKind::kMeanKeyQ2C:
       return 2;
     default:
       return 0;
@@ -144,6 +151,27 @@ void QuantizeQuestBound(const float* lo, const float* hi, int d, uint8_t* out) {
   }
 }
 
+const DigestContext& NeedContext(DigestKind kind, const DigestGeometry& g,
+                                 const DigestContext* ctx) {
+  if (ctx == nullptr) {
+    throw Error(std::string("window digest: ") + DigestKindName(kind) +
+                " is built and read with its layer's DigestContext, and none was given");
+  }
+  if (ctx->n_kv_heads() != g.n_kv_heads || ctx->head_dim() != g.head_dim) {
+    throw Error("window digest: a context of " + std::to_string(ctx->n_kv_heads()) +
+                " KV heads x " + std::to_string(ctx->head_dim()) + " for a digest of " +
+                std::to_string(g.n_kv_heads) + " x " + std::to_string(g.head_dim));
+  }
+  return *ctx;
+}
+
+// v as the fp16 value nearest it, and a scale at least fp16's smallest normal and at most its
+// largest finite value.
+float AsFp16(float v) { return Fp16ToFp32(Fp32ToFp16(v)); }
+float AsFp16Scale(float v) {
+  return std::clamp(AsFp16(v), Fp16ToFp32(0x0400u), Fp16ToFp32(0x7BFFu));
+}
+
 int SignedNibble(unsigned n) { return static_cast<int>(n ^ 8u) - 8; }
 
 // A double rounded up to the next float at or above it: a bound computed in double stays one.
@@ -173,6 +201,12 @@ const char* DigestKindName(DigestKind kind) {
       return "mean-key-q2";
     case DigestKind::kQuestBoundQ4:
       return "quest-minmax-q4";
+    case DigestKind::kMeanKeyQ4C:
+      return "mean-key-q4c";
+    case DigestKind::kMeanKeyQ3C:
+      return "mean-key-q3c";
+    case DigestKind::kMeanKeyQ2C:
+      return "mean-key-q2c";
   }
   return "?";
 }
@@ -191,6 +225,11 @@ bool DigestIsUpperBound(DigestKind kind) {
   return kind == DigestKind::kQuestBound || kind == DigestKind::kQuestBoundQ4;
 }
 
+bool DigestNeedsContext(DigestKind kind) {
+  return kind == DigestKind::kMeanKeyQ4C || kind == DigestKind::kMeanKeyQ3C ||
+         kind == DigestKind::kMeanKeyQ2C;
+}
+
 int64_t DigestBytes(DigestKind kind, const DigestGeometry& g) {
   const int64_t n = g.n_kv_heads, d = g.head_dim, w = g.window_tokens;
   switch (kind) {
@@ -204,6 +243,9 @@ int64_t DigestBytes(DigestKind kind, const DigestGeometry& g) {
     case DigestKind::kMeanKeyQ4:
     case DigestKind::kMeanKeyQ3:
     case DigestKind::kMeanKeyQ2:
+    case DigestKind::kMeanKeyQ4C:
+    case DigestKind::kMeanKeyQ3C:
+    case DigestKind::kMeanKeyQ2C:
       return n * (d * MeanKeyBits(kind) / 8 + 2);  // packed codes + fp16 step per head
     case DigestKind::kQuestBoundQ4:
       return n * (d + 2);  // a byte of two 4-bit codes per channel + fp16 step per head
@@ -218,8 +260,10 @@ int64_t WindowFp16Bytes(const DigestGeometry& g) {
 namespace {
 
 template <class Key>
-void BuildDigest(DigestKind kind, const DigestGeometry& g, const Key* keys, uint8_t* out) {
+void BuildDigest(DigestKind kind, const DigestGeometry& g, const Key* keys, uint8_t* out,
+                 const DigestContext* ctx) {
   CheckGeometry(g);
+  if (DigestNeedsContext(kind)) NeedContext(kind, g, ctx);
   std::memset(out, 0, static_cast<size_t>(DigestBytes(kind, g)));
   const int d = g.head_dim, w = g.window_tokens;
   for (int h = 0; h < g.n_kv_heads; ++h) {
@@ -266,13 +310,18 @@ void BuildDigest(DigestKind kind, const DigestGeometry& g, const Key* keys, uint
       case DigestKind::kMeanKeyQ8:
       case DigestKind::kMeanKeyQ4:
       case DigestKind::kMeanKeyQ3:
-      case DigestKind::kMeanKeyQ2: {
+      case DigestKind::kMeanKeyQ2:
+      case DigestKind::kMeanKeyQ4C:
+      case DigestKind::kMeanKeyQ3C:
+      case DigestKind::kMeanKeyQ2C: {
         const int bits = MeanKeyBits(kind);
+        const bool normalize = DigestNeedsContext(kind);
         std::vector<float> mean(d);
         for (int c = 0; c < d; ++c) {
           double s = 0;
           for (int t = 0; t < w; ++t) s += KeyValue(head[static_cast<int64_t>(t) * d + c]);
           mean[c] = static_cast<float>(s / w);
+          if (normalize) mean[c] = (mean[c] - ctx->offset(h)[c]) / ctx->scale(h)[c];
         }
         QuantizeMeanKey(mean.data(), d, bits, out + static_cast<int64_t>(h) * (d * bits / 8 + 2));
         break;
@@ -297,25 +346,29 @@ void BuildDigest(DigestKind kind, const DigestGeometry& g, const Key* keys, uint
 }  // namespace
 
 void WindowDigest::BuildInto(DigestKind kind, const DigestGeometry& g, const float* keys,
-                             uint8_t* out) {
-  BuildDigest(kind, g, keys, out);
+                             uint8_t* out, const DigestContext* ctx) {
+  BuildDigest(kind, g, keys, out, ctx);
 }
 
 void WindowDigest::BuildIntoFromFp16(DigestKind kind, const DigestGeometry& g, const uint16_t* keys,
-                                     uint8_t* out) {
-  BuildDigest(kind, g, keys, out);
+                                     uint8_t* out, const DigestContext* ctx) {
+  BuildDigest(kind, g, keys, out, ctx);
 }
 
-WindowDigest WindowDigest::Build(DigestKind kind, const DigestGeometry& g, const float* keys) {
+WindowDigest WindowDigest::Build(DigestKind kind, const DigestGeometry& g, const float* keys,
+                                 std::shared_ptr<const DigestContext> ctx) {
   WindowDigest dg = Empty(kind, g);
-  BuildDigest(kind, g, keys, dg.bytes_.data());
+  BuildDigest(kind, g, keys, dg.bytes_.data(), ctx.get());
+  if (DigestNeedsContext(kind)) dg.ctx_ = std::move(ctx);
   return dg;
 }
 
 WindowDigest WindowDigest::BuildFromFp16(DigestKind kind, const DigestGeometry& g,
-                                         const uint16_t* keys) {
+                                         const uint16_t* keys,
+                                         std::shared_ptr<const DigestContext> ctx) {
   WindowDigest dg = Empty(kind, g);
-  BuildDigest(kind, g, keys, dg.bytes_.data());
+  BuildDigest(kind, g, keys, dg.bytes_.data(), ctx.get());
+  if (DigestNeedsContext(kind)) dg.ctx_ = std::move(ctx);
   return dg;
 }
 
@@ -328,11 +381,11 @@ WindowDigest WindowDigest::Empty(DigestKind kind, const DigestGeometry& g) {
 }
 
 float WindowDigest::Estimate(int kv_head, const float* q) const {
-  return EstimateBytes(kind_, g_, bytes_.data(), kv_head, q);
+  return EstimateBytes(kind_, g_, bytes_.data(), kv_head, q, ctx_.get());
 }
 
 float WindowDigest::EstimateBytes(DigestKind kind, const DigestGeometry& g, const uint8_t* b,
-                                  int kv_head, const float* q) {
+                                  int kv_head, const float* q, const DigestContext* ctx) {
   QEVICT_CHECK(kv_head >= 0 && kv_head < g.n_kv_heads);
   const int d = g.head_dim, w = g.window_tokens;
   switch (kind) {
@@ -385,6 +438,25 @@ float WindowDigest::EstimateBytes(DigestKind kind, const DigestGeometry& g, cons
       }
       return Fp16ToFp32(LoadU16(r)) * (qu - (static_cast<float>(half) - 0.5f) * q_sum);
     }
+    case DigestKind::kMeanKeyQ4C:
+    case DigestKind::kMeanKeyQ3C:
+    case DigestKind::kMeanKeyQ2C: {
+      const DigestContext& cx = NeedContext(kind, g, ctx);
+      const int bits = MeanKeyBits(kind), half = 1 << (bits - 1);
+      const uint8_t* r = b + static_cast<int64_t>(kv_head) * (d * bits / 8 + 2);
+      const float* offset = cx.offset(kv_head);
+      const float* scale = cx.scale(kv_head);
+      // q . (offset + scale (u - half + 1/2) s)
+      //   = q . offset + s (sum_c q_c scale_c u_c - (half - 1/2) sum_c q_c scale_c)
+      float q_off = 0, qu = 0, q_scale = 0;
+      for (int c = 0; c < d; ++c) {
+        const float qs = q[c] * scale[c];
+        q_off += q[c] * offset[c];
+        qu += qs * static_cast<float>(GetCode(r + 2, c, bits));
+        q_scale += qs;
+      }
+      return q_off + Fp16ToFp32(LoadU16(r)) * (qu - (static_cast<float>(half) - 0.5f) * q_scale);
+    }
     case DigestKind::kQuestBoundQ4: {
       const uint8_t* r = b + static_cast<int64_t>(kv_head) * (d + 2);
       const double step = Fp16ToFp32(LoadU16(r));
@@ -416,11 +488,12 @@ void WindowDigest::Write(ByteWriter& out) const {
   out.Array(std::span<const uint8_t>(bytes_));
 }
 
-WindowDigest WindowDigest::Read(ByteReader& in, const DigestGeometry& g) {
+WindowDigest WindowDigest::Read(ByteReader& in, const DigestGeometry& g,
+                                std::shared_ptr<const DigestContext> ctx) {
   CheckGeometry(g);
   WindowDigest dg;
   const uint8_t kind = in.Pod<uint8_t>("digest kind");
-  if (kind > static_cast<uint8_t>(DigestKind::kQuestBoundQ4)) {
+  if (kind > static_cast<uint8_t>(DigestKind::kMeanKeyQ2C)) {
     throw Error("window digest: unknown kind " + std::to_string(kind));
   }
   dg.kind_ = static_cast<DigestKind>(kind);
@@ -440,7 +513,89 @@ WindowDigest WindowDigest::Read(ByteReader& in, const DigestGeometry& g) {
     throw Error("window digest: " + std::to_string(dg.bytes_.size()) + " bytes, " +
                 std::to_string(size) + " expected for a " + DigestKindName(dg.kind_) + " digest");
   }
+  if (DigestNeedsContext(dg.kind_)) {
+    NeedContext(dg.kind_, g, ctx.get());
+    dg.ctx_ = std::move(ctx);
+  }
   return dg;
+}
+
+DigestContext DigestContext::Fit(const DigestGeometry& g, const float* keys, int n_windows) {
+  CheckGeometry(g);
+  QEVICT_CHECK(n_windows >= 1);
+  const int n = g.n_kv_heads, d = g.head_dim, w = g.window_tokens;
+  DigestContext cx;
+  cx.n_kv_heads_ = n;
+  cx.head_dim_ = d;
+  cx.offset_.assign(static_cast<size_t>(n) * d, 0.f);
+  cx.scale_.assign(static_cast<size_t>(n) * d, 0.f);
+  const int64_t block = static_cast<int64_t>(n) * w * d;
+  for (int h = 0; h < n; ++h) {
+    std::vector<double> sum(d, 0.0), sum_sq(d, 0.0);
+    for (int i = 0; i < n_windows; ++i) {
+      const float* head = keys + i * block + static_cast<int64_t>(h) * w * d;
+      for (int c = 0; c < d; ++c) {
+        double m = 0;
+        for (int t = 0; t < w; ++t) m += head[static_cast<int64_t>(t) * d + c];
+        m /= w;
+        sum[c] += m;
+        sum_sq[c] += m * m;
+      }
+    }
+    std::vector<double> sd(d);
+    double largest = 0;
+    for (int c = 0; c < d; ++c) {
+      const double mean = sum[c] / n_windows;
+      sd[c] = std::sqrt(std::max(0.0, sum_sq[c] / n_windows - mean * mean));
+      largest = std::max(largest, sd[c]);
+      cx.offset_[static_cast<size_t>(h) * d + c] = AsFp16(static_cast<float>(mean));
+    }
+    for (int c = 0; c < d; ++c) {
+      cx.scale_[static_cast<size_t>(h) * d + c] =
+          AsFp16Scale(static_cast<float>(std::max(sd[c], 1e-3 * largest)));
+    }
+  }
+  return cx;
+}
+
+void DigestContext::Write(ByteWriter& out) const {
+  out.Pod(static_cast<int32_t>(n_kv_heads_));
+  out.Pod(static_cast<int32_t>(head_dim_));
+  std::vector<uint16_t> half(offset_.size() + scale_.size());
+  for (size_t i = 0; i < offset_.size(); ++i) half[i] = Fp32ToFp16(offset_[i]);
+  for (size_t i = 0; i < scale_.size(); ++i) half[offset_.size() + i] = Fp32ToFp16(scale_[i]);
+  out.Array(std::span<const uint16_t>(half));
+}
+
+DigestContext DigestContext::Read(ByteReader& in, const DigestGeometry& g) {
+  CheckGeometry(g);
+  const int32_t n = in.Pod<int32_t>("digest context KV heads");
+  const int32_t d = in.Pod<int32_t>("digest context head size");
+  if (n != g.n_kv_heads || d != g.head_dim) {
+    throw Error("digest context: written for " + std::to_string(n) + " KV heads x " +
+                std::to_string(d) + ", read for " + std::to_string(g.n_kv_heads) + " x " +
+                std::to_string(g.head_dim));
+  }
+  const size_t count = static_cast<size_t>(n) * d;
+  const std::vector<uint16_t> half = in.Array<uint16_t>("digest context values", 2 * count);
+  if (half.size() != 2 * count) {
+    throw Error("digest context: " + std::to_string(half.size()) + " values, " +
+                std::to_string(2 * count) + " expected");
+  }
+  DigestContext cx;
+  cx.n_kv_heads_ = n;
+  cx.head_dim_ = d;
+  for (size_t i = 0; i < count; ++i) {
+    const float offset = Fp16ToFp32(half[i]), scale = Fp16ToFp32(half[count + i]);
+    if (!std::isfinite(offset) || !(scale > 0) || !std::isfinite(scale)) {
+      throw Error("digest context: offset " + std::to_string(offset) + " / scale " +
+                  std::to_string(scale) + " of channel " + std::to_string(i) +
+                  " (a scale must be positive and finite)");
+    }
+    cx.offset_.push_back(offset);
+    cx.scale_.push_back(scale);
+  }
+  return cx;
 }
 
 }  // namespace qevict

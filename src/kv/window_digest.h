@@ -3,8 +3,9 @@
 // (disk_cold_store.h), from which a query's attention to the window is bounded or estimated without
 // reading it. The recall step ranks cold windows by these estimates and reads the top ones back.
 //
-// All kinds are over a window's keys after RoPE, per KV head, and each is built from that one
-// window's keys alone (no state shared across windows or layers):
+// All kinds are over a window's keys after RoPE, per KV head, and each digest is built from that
+// one window's keys alone; the ...C kinds also read a DigestContext, fitted once per layer and
+// shared by all its windows (below):
 //   kQuestBound  (Quest): per channel the min and max of the window's keys, fp16 rounded
 //                outward. bound(q) = sum_c max(q_c * min_c, q_c * max_c) >= q . k for every key
 //                k of the window: a true upper bound of the window's max logit.
@@ -21,6 +22,13 @@
 //                error over the head's channels (searched, so a few large channels are clipped
 //                rather than every small one rounded to the first level).
 //                estimate(q) = q . dequantized mean.
+//   kMeanKeyQ4C/Q3C/Q2C  the same codes (and the same per-head step) over the mean key
+//                normalized per channel by a DigestContext shared by the layer: z_c = (m_c -
+//                offset_c) / scale_c, offset and scale the mean and the spread of the window
+//                means of the keys it was fitted on. RoPE'd keys have a few channels far larger
+//                than the rest (and of nearly constant sign), which on one per-head grid leave
+//                the others one or two levels; normalized, every channel gets the whole grid.
+//                estimate(q) = sum_c q_c (offset_c + scale_c * dequantized z_c).
 //   kQuestBoundQ4  Quest's min and max on a 4-bit grid: per KV head one fp16 step s (>= the
 //                head's largest |min_c|, |max_c| over 7), per channel a byte holding the signed
 //                codes floor(min_c / s) and ceil(max_c / s) in [-8, 7]. Rounded outward, so the
@@ -37,6 +45,8 @@
 //   kMeanKeyQ3      n * (3 d / 8 + 2)                   78 B = 1.27 %
 //   kMeanKeyQ2      n * (d / 4 + 2)                     54 B = 0.88 %
 //   kQuestBoundQ4   n * (d + 2)                        198 B = 3.22 %
+//   kMeanKeyQ4C/Q3C/Q2C  as kMeanKeyQ4/Q3/Q2 (102, 78, 54 B), and once per layer the context's
+//                   n * d * 2 * 2 bytes (768 B: 1.5 B a window over 509 windows)
 //                                                      Gemma 3 270M (n 1, d 256, W 8: 8192 B)
 //   kQuestBound                                        1024 B = 12.5 %
 //   kSignSketch                                        272 B = 3.32 %
@@ -46,6 +56,7 @@
 //   kMeanKeyQ3                                          98 B = 1.20 %
 //   kMeanKeyQ2                                          66 B = 0.81 %
 //   kQuestBoundQ4                                      258 B = 3.15 %
+//   kMeanKeyQ4C/Q3C/Q2C  130, 98, 66 B; context 1024 B a layer
 // None of these but the share of kQuestBound, kSignSketch and kMeanKey depends on W: a digest
 // built over a longer span (the keys of G consecutive windows as one "window" of G * W tokens)
 // costs 1 / G of these bytes per window, which is how bench/digest_recall.cc measures coarser
@@ -55,6 +66,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,20 +85,26 @@ enum class DigestKind : uint8_t {
   kMeanKeyQ3 = 5,
   kMeanKeyQ2 = 6,
   kQuestBoundQ4 = 7,
+  kMeanKeyQ4C = 8,
+  kMeanKeyQ3C = 9,
+  kMeanKeyQ2C = 10,
 };
 
 inline constexpr DigestKind kAllDigestKinds[] = {
-    DigestKind::kQuestBound, DigestKind::kSignSketch,  DigestKind::kMeanKey,
-    DigestKind::kMeanKeyQ8,  DigestKind::kMeanKeyQ4,   DigestKind::kMeanKeyQ3,
-    DigestKind::kMeanKeyQ2,  DigestKind::kQuestBoundQ4};
+    DigestKind::kQuestBound, DigestKind::kSignSketch,   DigestKind::kMeanKey,
+    DigestKind::kMeanKeyQ8,  DigestKind::kMeanKeyQ4,    DigestKind::kMeanKeyQ3,
+    DigestKind::kMeanKeyQ2,  DigestKind::kQuestBoundQ4, DigestKind::kMeanKeyQ4C,
+    DigestKind::kMeanKeyQ3C, DigestKind::kMeanKeyQ2C};
 
 // The kind's name: quest-minmax, sign-sketch, mean-key, mean-key-q8, mean-key-q4, mean-key-q3,
-// mean-key-q2, quest-minmax-q4. ParseDigestKind reads it back and throws qevict::Error naming
-// the accepted names for anything else (a config value).
+// mean-key-q2, quest-minmax-q4, mean-key-q4c, mean-key-q3c, mean-key-q2c. ParseDigestKind reads it
+// back and throws qevict::Error naming the accepted names for anything else (a config value).
 const char* DigestKindName(DigestKind kind);
 DigestKind ParseDigestKind(std::string_view name);
 // Whether the kind's estimate is a true upper bound of every q . k of the window (Quest's).
 bool DigestIsUpperBound(DigestKind kind);
+// Whether the kind's digests are built and read with a layer's DigestContext (the ...C kinds).
+bool DigestNeedsContext(DigestKind kind);
 
 struct DigestGeometry {
   int n_kv_heads = 0;
@@ -99,13 +117,46 @@ int64_t DigestBytes(DigestKind kind, const DigestGeometry& g);
 // The bytes of the window's fp16 keys and values: 2 * n_kv_heads * W * head_dim * 2.
 int64_t WindowFp16Bytes(const DigestGeometry& g);
 
+// The per-layer part of the context kinds: per KV head and channel, the offset and scale that
+// normalize a window's mean key. Fitted once from a span of the layer's keys (the prompt's, at
+// the layer's first eviction) and kept for the layer's life, so that every digest of the layer
+// reads against the same one; it costs bytes() once per layer, not per window. Any kind of the
+// same n_kv_heads and head_dim can use it (W may differ: a digest over several windows).
+class DigestContext {
+ public:
+  DigestContext() = default;
+  // From n_windows >= 1 consecutive window blocks of keys after RoPE, each [n_kv_heads][W][d]
+  // (the layout BuildInto reads): offset_c is the mean of the windows' mean keys, scale_c their
+  // standard deviation (at least 1e-3 of the head's largest, so a constant channel divides by
+  // something). Both are held as fp16 values, so that a written context reads back equal.
+  static DigestContext Fit(const DigestGeometry& g, const float* keys, int n_windows);
+
+  int n_kv_heads() const { return n_kv_heads_; }
+  int head_dim() const { return head_dim_; }
+  const float* offset(int kv_head) const { return offset_.data() + kv_head * head_dim_; }
+  const float* scale(int kv_head) const { return scale_.data() + kv_head * head_dim_; }
+  // The bytes it costs (fp16 offset and scale per KV head and channel): n * d * 2 * 2.
+  int64_t bytes() const { return int64_t{4} * n_kv_heads_ * head_dim_; }
+
+  void Write(ByteWriter& out) const;
+  static DigestContext Read(ByteReader& in, const DigestGeometry& g);
+
+ private:
+  int n_kv_heads_ = 0, head_dim_ = 0;
+  std::vector<float> offset_, scale_;  // [n_kv_heads][head_dim]
+};
+
 class WindowDigest {
  public:
   WindowDigest() = default;
   // The digest of one window's keys after RoPE, [n_kv_heads][W][head_dim] (the layout of a
   // window's key half in its fp16 block), fp32 or fp16.
-  static WindowDigest Build(DigestKind kind, const DigestGeometry& g, const float* keys);
-  static WindowDigest BuildFromFp16(DigestKind kind, const DigestGeometry& g, const uint16_t* keys);
+  // The context kinds need the layer's context (kept alive by the digest; a context kind
+  // without one, or one of another geometry, throws qevict::Error); the others ignore it.
+  static WindowDigest Build(DigestKind kind, const DigestGeometry& g, const float* keys,
+                            std::shared_ptr<const DigestContext> ctx = nullptr);
+  static WindowDigest BuildFromFp16(DigestKind kind, const DigestGeometry& g, const uint16_t* keys,
+                                    std::shared_ptr<const DigestContext> ctx = nullptr);
 
   DigestKind kind() const { return kind_; }
   // The bound (kQuestBound) or estimate of max over the window's keys k of kv_head of q . k,
@@ -119,22 +170,28 @@ class WindowDigest {
 
   // The same over raw bytes, for a cache that keeps every window's digest of a layer in one
   // array (DigestBytes(kind, g) bytes each) rather than one object per window: BuildInto writes
-  // the digest that Build would hold, EstimateBytes reads it as Estimate does.
-  static void BuildInto(DigestKind kind, const DigestGeometry& g, const float* keys, uint8_t* out);
+  // the digest that Build would hold, EstimateBytes reads it as Estimate does (the context kinds
+  // with the layer's context, as above).
+  static void BuildInto(DigestKind kind, const DigestGeometry& g, const float* keys, uint8_t* out,
+                        const DigestContext* ctx = nullptr);
   static void BuildIntoFromFp16(DigestKind kind, const DigestGeometry& g, const uint16_t* keys,
-                                uint8_t* out);
+                                uint8_t* out, const DigestContext* ctx = nullptr);
   static float EstimateBytes(DigestKind kind, const DigestGeometry& g, const uint8_t* bytes,
-                             int kv_head, const float* q);
-  // Written / read as the kind, the geometry and the bytes; Read checks the sizes (a digest of
-  // another geometry or a cut record throws qevict::Error through the reader).
+                             int kv_head, const float* q, const DigestContext* ctx = nullptr);
+  // Written / read as the kind, the geometry and the bytes (not the context: a layer's is
+  // written once, DigestContext::Write); Read checks the sizes (a digest of another geometry or
+  // a cut record throws qevict::Error through the reader) and, for a context kind, takes the
+  // layer's context.
   void Write(ByteWriter& out) const;
-  static WindowDigest Read(ByteReader& in, const DigestGeometry& g);
+  static WindowDigest Read(ByteReader& in, const DigestGeometry& g,
+                           std::shared_ptr<const DigestContext> ctx = nullptr);
 
  private:
   static WindowDigest Empty(DigestKind kind, const DigestGeometry& g);  // sized, all zero
   DigestKind kind_ = DigestKind::kQuestBound;
   DigestGeometry g_;
   std::vector<uint8_t> bytes_;
+  std::shared_ptr<const DigestContext> ctx_;
 };
 
 }  // namespace qevict

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,15 +76,24 @@ TEST(WindowDigest, BytesPerWindowAndShares) {
   EXPECT_NEAR(share(DigestKind::kMeanKeyQ4, gemma), 1.59, 0.005);
   EXPECT_NEAR(share(DigestKind::kMeanKeyQ3, gemma), 1.20, 0.005);
   EXPECT_NEAR(share(DigestKind::kMeanKeyQ2, gemma), 0.81, 0.005);
+  // The context kinds hold what the per-head grid of their bits holds (and a context per layer).
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ4C, smol), 102);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ3C, smol), 78);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ2C, smol), 54);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ4C, gemma), 130);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ3C, gemma), 98);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ2C, gemma), 66);
   // Over G windows' keys at once (a coarser digest), the quantized kinds' bytes do not grow.
   EXPECT_EQ(DigestBytes(DigestKind::kQuestBoundQ4, DigestGeometry{3, 64, 32}), 198);
   EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ4, DigestGeometry{1, 256, 16}), 130);
   // A built digest holds exactly that many bytes.
   std::mt19937 rng(1);
   const auto keys = Normal(rng, 3 * 8 * 64, 1.f);
+  const auto ctx = std::make_shared<const DigestContext>(DigestContext::Fit(smol, keys.data(), 1));
   for (DigestKind kind : kKinds) {
-    EXPECT_EQ(static_cast<int64_t>(WindowDigest::Build(kind, smol, keys.data()).bytes().size()),
-              DigestBytes(kind, smol));
+    EXPECT_EQ(
+        static_cast<int64_t>(WindowDigest::Build(kind, smol, keys.data(), ctx).bytes().size()),
+        DigestBytes(kind, smol));
   }
 }
 
@@ -164,15 +174,18 @@ TEST(WindowDigest, TheWindowHoldingTheMaximumKeyRanksFirst) {
     for (int c = 0; c < g.head_dim; ++c) q_norm += static_cast<double>(qh[c]) * qh[c];
     q_norm = std::sqrt(q_norm);
     for (DigestKind kind : kKinds) {
+      // The windows' keys one after another (the layout DigestContext::Fit reads); the context
+      // kinds' context is fitted on all of them, as a cache fits it on the prompt's.
+      const size_t block = static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim;
+      auto keys = Normal(rng, block * n_windows, 0.1f);
+      float* k =
+          keys.data() + planted * block + (kv_head * g.window_tokens + planted_token) * g.head_dim;
+      for (int c = 0; c < g.head_dim; ++c) k[c] = static_cast<float>(8.0 * qh[c] / q_norm);
+      const auto ctx =
+          std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), n_windows));
       std::vector<WindowDigest> digests;
       for (int w = 0; w < n_windows; ++w) {
-        auto keys =
-            Normal(rng, static_cast<size_t>(g.n_kv_heads) * g.window_tokens * g.head_dim, 0.1f);
-        if (w == planted) {
-          float* k = keys.data() + (kv_head * g.window_tokens + planted_token) * g.head_dim;
-          for (int c = 0; c < g.head_dim; ++c) k[c] = static_cast<float>(8.0 * qh[c] / q_norm);
-        }
-        digests.push_back(WindowDigest::Build(kind, g, keys.data()));
+        digests.push_back(WindowDigest::Build(kind, g, keys.data() + w * block, ctx));
       }
       std::vector<float> est(n_heads);
       int best = -1;
@@ -210,28 +223,44 @@ TEST(WindowDigest, EstimatesOfTheSketchAndMeanKeyAreWhatTheyState) {
 
 TEST(WindowDigest, QuantizedMeanKeysEstimateTheMeanLogitWithinTheirGrid) {
   // The quantized mean keys against the fp16 one, on keys with a few large channels as RoPE'd
-  // keys have: the error of q . mean shrinks with the bits, and 8 bits is close to exact.
+  // keys have: the error of q . mean shrinks with the bits, 8 bits is close to exact, and the
+  // context kinds (channels normalized by a context fitted on the first 50 windows) are closer
+  // than the per-head grid of the same bits.
   const DigestGeometry g{1, 64, 8};
   std::mt19937 rng(5);
   const DigestKind kinds[] = {DigestKind::kMeanKeyQ2, DigestKind::kMeanKeyQ3,
                               DigestKind::kMeanKeyQ4, DigestKind::kMeanKeyQ8};
-  double err[4] = {}, norm = 0;
-  for (int trial = 0; trial < 200; ++trial) {
-    auto keys = Normal(rng, 8 * 64, 1.f);
-    for (int t = 0; t < 8; ++t) {
-      keys[t * 64 + 5] += 6.f;  // a large channel with a consistent sign
-      keys[t * 64 + 40] -= 3.f;
-    }
+  const DigestKind context_kinds[] = {DigestKind::kMeanKeyQ2C, DigestKind::kMeanKeyQ3C,
+                                      DigestKind::kMeanKeyQ4C};
+  const int n_windows = 200, block = 8 * 64;
+  auto keys = Normal(rng, static_cast<size_t>(n_windows) * block, 1.f);
+  for (int t = 0; t < n_windows * 8; ++t) {
+    keys[t * 64 + 5] += 6.f;  // a large channel with a consistent sign
+    keys[t * 64 + 40] -= 3.f;
+  }
+  const auto ctx = std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), 50));
+  EXPECT_EQ(ctx->bytes(), 64 * 2 * 2);
+  double err[4] = {}, context_err[3] = {}, norm = 0;
+  for (int w = 0; w < n_windows; ++w) {
+    const float* wk = keys.data() + w * block;
     const auto q = Normal(rng, 64, 1.f);
-    const double exact =
-        WindowDigest::Build(DigestKind::kMeanKey, g, keys.data()).Estimate(0, q.data());
+    const double exact = WindowDigest::Build(DigestKind::kMeanKey, g, wk).Estimate(0, q.data());
     norm += exact * exact;
     for (int i = 0; i < 4; ++i) {
-      const double e = WindowDigest::Build(kinds[i], g, keys.data()).Estimate(0, q.data());
+      const double e = WindowDigest::Build(kinds[i], g, wk).Estimate(0, q.data());
       err[i] += (e - exact) * (e - exact);
+    }
+    for (int i = 0; i < 3; ++i) {
+      const double e = WindowDigest::Build(context_kinds[i], g, wk, ctx).Estimate(0, q.data());
+      context_err[i] += (e - exact) * (e - exact);
     }
   }
   for (int i = 0; i < 3; ++i) EXPECT_LT(err[i + 1], err[i]) << DigestKindName(kinds[i + 1]);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_LT(context_err[i], err[i]) << DigestKindName(context_kinds[i]);
+    if (i > 0) EXPECT_LT(context_err[i], context_err[i - 1]) << DigestKindName(context_kinds[i]);
+  }
+  EXPECT_LT(std::sqrt(context_err[2] / norm), 0.15);
   EXPECT_LT(std::sqrt(err[3] / norm), 0.03);  // 8 bits: within 3 % (rms; 1.6 % measured)
   // 4 bits: a 6-sigma channel on one per-head grid leaves the small channels few levels (0.25
   // measured); 2 bits is still closer than knowing nothing (an estimate of 0).
@@ -243,6 +272,51 @@ TEST(WindowDigest, QuantizedMeanKeysEstimateTheMeanLogitWithinTheirGrid) {
   for (DigestKind kind : kinds) {
     EXPECT_EQ(WindowDigest::Build(kind, g, zeros.data()).Estimate(0, q.data()), 0.f);
   }
+}
+
+TEST(WindowDigest, ContextKindsNeedTheirLayersContext) {
+  const DigestGeometry g{3, 64, 8};
+  std::mt19937 rng(13);
+  const auto keys = Normal(rng, 4 * 3 * 8 * 64, 1.f);
+  const auto q = Normal(rng, 64, 1.f);
+  const auto ctx = std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), 4));
+  EXPECT_EQ(ctx->bytes(), 768);  // n d 2 2, once per layer
+  EXPECT_EQ(DigestContext::Fit(DigestGeometry{1, 256, 8}, keys.data(), 2).bytes(), 1024);
+  for (DigestKind kind :
+       {DigestKind::kMeanKeyQ4C, DigestKind::kMeanKeyQ3C, DigestKind::kMeanKeyQ2C}) {
+    EXPECT_TRUE(DigestNeedsContext(kind));
+    EXPECT_THROW(WindowDigest::Build(kind, g, keys.data()), Error);
+    std::vector<uint8_t> raw(static_cast<size_t>(DigestBytes(kind, g)));
+    EXPECT_THROW(WindowDigest::BuildInto(kind, g, keys.data(), raw.data()), Error);
+    WindowDigest::BuildInto(kind, g, keys.data(), raw.data(), ctx.get());
+    EXPECT_THROW(WindowDigest::EstimateBytes(kind, g, raw.data(), 0, q.data()), Error);
+    // A context of another geometry is refused too.
+    const DigestContext other = DigestContext::Fit(DigestGeometry{1, 64, 8}, keys.data(), 4);
+    EXPECT_THROW(WindowDigest::BuildInto(kind, g, keys.data(), raw.data(), &other), Error);
+    // Over G windows' keys (a coarser digest), the same context serves.
+    const auto coarse = WindowDigest::Build(kind, DigestGeometry{3, 64, 32}, keys.data(), ctx);
+    EXPECT_EQ(static_cast<int64_t>(coarse.bytes().size()), DigestBytes(kind, g));
+  }
+  EXPECT_FALSE(DigestNeedsContext(DigestKind::kMeanKeyQ4));
+  // The context round-trips exactly (its values are fp16 values) and checks what it reads.
+  ByteWriter out;
+  ctx->Write(out);
+  ByteReader in(out.bytes(), "context");
+  const DigestContext back = DigestContext::Read(in, g);
+  for (int h = 0; h < 3; ++h) {
+    EXPECT_TRUE(std::equal(ctx->offset(h), ctx->offset(h) + 64, back.offset(h)));
+    EXPECT_TRUE(std::equal(ctx->scale(h), ctx->scale(h) + 64, back.scale(h)));
+  }
+  ByteReader other_in(out.bytes(), "context");
+  EXPECT_THROW(DigestContext::Read(other_in, DigestGeometry{3, 32, 8}), Error);
+  std::vector<uint8_t> cut(out.bytes().begin(), out.bytes().end() - 2);
+  ByteReader cut_in(cut, "context");
+  EXPECT_THROW(DigestContext::Read(cut_in, g), Error);
+  std::vector<uint8_t> zero_scale(out.bytes().begin(), out.bytes().end());
+  zero_scale[zero_scale.size() - 1] = 0;  // the last scale's fp16 high byte: 0 or subnormal
+  zero_scale[zero_scale.size() - 2] = 0;
+  ByteReader zero_in(zero_scale, "context");
+  EXPECT_THROW(DigestContext::Read(zero_in, g), Error);
 }
 
 TEST(WindowDigest, KindsParseByName) {
@@ -264,13 +338,15 @@ TEST(WindowDigest, DigestsRoundTripAndBadRecordsAreErrors) {
   std::mt19937 rng(3);
   const auto keys = Normal(rng, 3 * 8 * 64, 1.f);
   const auto q = Normal(rng, 64, 1.f);
+  // The context kinds' layer context (the other kinds ignore it).
+  const auto ctx = std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), 1));
   for (DigestKind kind : kKinds) {
-    const auto d = WindowDigest::Build(kind, g, keys.data());
+    const auto d = WindowDigest::Build(kind, g, keys.data(), ctx);
     ByteWriter out;
     d.Write(out);
     EXPECT_EQ(out.bytes().size(), 1 + 3 * 4 + 8 + static_cast<size_t>(DigestBytes(kind, g)));
     ByteReader in(out.bytes(), "digest");
-    const auto back = WindowDigest::Read(in, g);
+    const auto back = WindowDigest::Read(in, g, ctx);
     EXPECT_EQ(back.kind(), kind);
     EXPECT_TRUE(
         std::equal(back.bytes().begin(), back.bytes().end(), d.bytes().begin(), d.bytes().end()));
@@ -278,21 +354,25 @@ TEST(WindowDigest, DigestsRoundTripAndBadRecordsAreErrors) {
     // The raw-bytes forms (a layer's digests in one array) write and read the same digest; the
     // array is dirty first, so a byte BuildInto failed to write would show.
     std::vector<uint8_t> raw(static_cast<size_t>(2 * DigestBytes(kind, g)), 0xA5);
-    WindowDigest::BuildInto(kind, g, keys.data(), raw.data() + DigestBytes(kind, g));
+    WindowDigest::BuildInto(kind, g, keys.data(), raw.data() + DigestBytes(kind, g), ctx.get());
     EXPECT_TRUE(std::equal(d.bytes().begin(), d.bytes().end(), raw.begin() + DigestBytes(kind, g)));
     for (int h = 0; h < 3; ++h) {
-      EXPECT_EQ(
-          WindowDigest::EstimateBytes(kind, g, raw.data() + DigestBytes(kind, g), h, q.data()),
-          d.Estimate(h, q.data()));
+      EXPECT_EQ(WindowDigest::EstimateBytes(kind, g, raw.data() + DigestBytes(kind, g), h, q.data(),
+                                            ctx.get()),
+                d.Estimate(h, q.data()));
     }
     // Read for another geometry, or cut short: errors, never a digest of the wrong size.
     ByteReader other(out.bytes(), "digest");
-    EXPECT_THROW(WindowDigest::Read(other, DigestGeometry{1, 64, 8}), Error);
+    EXPECT_THROW(WindowDigest::Read(other, DigestGeometry{1, 64, 8}, ctx), Error);
+    if (DigestNeedsContext(kind)) {  // read without the layer's context
+      ByteReader no_ctx(out.bytes(), "digest");
+      EXPECT_THROW(WindowDigest::Read(no_ctx, g), Error);
+    }
     std::vector<uint8_t> cut(out.bytes().begin(), out.bytes().end() - 1);
     ByteReader short_in(cut, "digest");
     EXPECT_THROW(WindowDigest::Read(short_in, g), Error);
   }
-  for (uint8_t k : {uint8_t{8}, uint8_t{9}, uint8_t{255}}) {
+  for (uint8_t k : {uint8_t{11}, uint8_t{12}, uint8_t{255}}) {
     std::vector<uint8_t> bad_kind = {k, 0, 0, 0, 0};
     ByteReader bad(bad_kind, "digest");
     EXPECT_THROW(WindowDigest::Read(bad, g), Error);
