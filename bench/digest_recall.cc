@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -151,7 +152,8 @@ int Main(int argc, char** argv) {
   std::string digest_list =
       "quest-minmax,sign-sketch,mean-key,mean-key-q8,mean-key-q4,mean-key-q3,mean-key-q2,"
       "quest-minmax-q4,quest-minmax:4,quest-minmax:8,quest-minmax-q4:4,mean-key:4,mean-key:8,"
-      "mean-key-q8:2,mean-key-q4:2,mean-key-q4c,mean-key-q3c,mean-key-q2c,mean-key-q4c:2";
+      "mean-key-q8:2,mean-key-q4:2,mean-key-q4c,mean-key-q3c,mean-key-q2c,mean-key-q4c:2,"
+      "mean-key-pca-q8,mean-key-pca-q4,mean-key-pca-q8:2";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> int64_t {
@@ -242,7 +244,7 @@ int Main(int argc, char** argv) {
   const int n_configs = static_cast<int>(configs.size());
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<Totals> totals(n_configs);
-  int64_t context_bytes = 0;
+  std::vector<int64_t> context_bytes(n_configs, 0);  // per layer, of the config's context
   int context_windows = 0;
   int64_t bound_violations = 0, bound_checks = 0;
 
@@ -258,9 +260,10 @@ int Main(int argc, char** argv) {
     // The layer's context for the context kinds: fitted on the windows of the first fit_tokens.
     const int n_fit = static_cast<int>(
         std::clamp<int64_t>((fit_tokens - sinks) / window, 1, static_cast<int64_t>(n_windows)));
-    std::shared_ptr<const DigestContext> ctx;
+    // One per rank the configs read (0: the per-channel context; r: a rank-r basis).
+    std::map<int, std::shared_ptr<const DigestContext>> contexts;
+    std::vector<float> fit(static_cast<size_t>(n_fit) * n_kv * window * d);
     {
-      std::vector<float> fit(static_cast<size_t>(n_fit) * n_kv * window * d);
       for (int w = 0; w < n_fit; ++w) {
         for (int h = 0; h < n_kv; ++h) {
           for (int t = 0; t < window; ++t) {
@@ -271,10 +274,17 @@ int Main(int argc, char** argv) {
           }
         }
       }
-      ctx = std::make_shared<const DigestContext>(
-          DigestContext::Fit(DigestGeometry{n_kv, d, window}, fit.data(), n_fit));
-      context_bytes = ctx->bytes();
       context_windows = n_fit;
+    }
+    for (int k = 0; k < n_configs; ++k) {
+      if (!DigestNeedsContext(configs[k].kind)) continue;
+      const DigestGeometry fit_g{n_kv, d, window};
+      const int rank = DigestContextRank(configs[k].kind, fit_g);
+      if (contexts.count(rank) == 0) {
+        contexts[rank] = std::make_shared<const DigestContext>(
+            DigestContext::Fit(fit_g, fit.data(), n_fit, rank));
+      }
+      context_bytes[k] = contexts[rank]->bytes();
     }
     // Per config, a digest per group of windows (the last group may hold fewer), built over the
     // group's keys in the block layout [n_kv][tokens][d].
@@ -291,8 +301,11 @@ int Main(int argc, char** argv) {
             std::copy(src, src + d, wk.data() + (static_cast<int64_t>(h) * tokens + t) * d);
           }
         }
-        digests[k].push_back(
-            WindowDigest::Build(configs[k].kind, DigestGeometry{n_kv, d, tokens}, wk.data(), ctx));
+        const DigestGeometry group_g{n_kv, d, tokens};
+        const auto ctx = DigestNeedsContext(configs[k].kind)
+                             ? contexts.at(DigestContextRank(configs[k].kind, group_g))
+                             : nullptr;
+        digests[k].push_back(WindowDigest::Build(configs[k].kind, group_g, wk.data(), ctx));
       }
     }
     // Layer ranking: per window, the max share over (query, head).
@@ -373,9 +386,10 @@ int Main(int argc, char** argv) {
       T, n_queries, n_windows, window, sinks, ks[0], ks[1], static_cast<double>(ks[0]) / n_windows,
       static_cast<double>(ks[1]) / n_windows);
   std::printf(
-      "| digest | bytes/window | share of fp16 window | head max @5%% | head max @10%% | "
-      "head mass @5%% | head mass @10%% | layer mass @5%% | layer mass @10%% |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+      "| digest | bytes/window | share of fp16 window | context B/layer | share with context | "
+      "head max @5%% | head max @10%% | head mass @5%% | head mass @10%% | layer mass @5%% | "
+      "layer mass @10%% |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   const DigestGeometry dg{n_kv, d, window};
   for (int k = 0; k < n_configs; ++k) {
     // A digest per G windows costs 1 / G of its bytes a window.
@@ -383,18 +397,20 @@ int Main(int argc, char** argv) {
     const double bytes =
         static_cast<double>(DigestBytes(configs[k].kind, DigestGeometry{n_kv, d, group * window})) /
         group;
-    std::printf("| `%s` | %g | %.2f %% |", configs[k].Name().c_str(), bytes,
-                100.0 * bytes / WindowFp16Bytes(dg));
+    // The context's bytes spread over this text's windows (less a window as the context grows).
+    const double with_context = bytes + static_cast<double>(context_bytes[k]) / n_windows;
+    std::printf("| `%s` | %g | %.2f %% | %lld | %.2f %% |", configs[k].Name().c_str(), bytes,
+                100.0 * bytes / WindowFp16Bytes(dg), static_cast<long long>(context_bytes[k]),
+                100.0 * with_context / WindowFp16Bytes(dg));
     for (int r = 0; r < 3; ++r) {
       for (int ki = 0; ki < 2; ++ki) std::printf(" %.3f |", totals[k].sum[r][ki] / totals[k].n[r]);
     }
     std::printf("\n");
   }
   std::printf(
-      "\ncontext kinds: a DigestContext of %lld B per layer (%.2f B a window over %d windows), "
-      "fitted on the first %d windows\n",
-      static_cast<long long>(context_bytes), static_cast<double>(context_bytes) / n_windows,
-      n_windows, context_windows);
+      "\ncontext kinds: each layer's DigestContext fitted on its first %d windows; "
+      "'share with context' spreads it over the %d windows\n",
+      context_windows, n_windows);
   std::printf("bound kinds below the true max logit: %lld of %lld windows x heads x queries\n",
               static_cast<long long>(bound_violations), static_cast<long long>(bound_checks));
   return 0;

@@ -63,6 +63,10 @@ int MeanKeyBits(DigestKind kind) {
       return 3;
     case DigestKind::kMeanKeyQ2C:
       return 2;
+    case DigestKind::kMeanKeyPcaQ8:
+      return 8;
+    case DigestKind::kMeanKeyPcaQ4:
+      return 4;
     default:
       return 0;
   }
@@ -157,10 +161,13 @@ const DigestContext& NeedContext(DigestKind kind, const DigestGeometry& g,
     throw Error(std::string("window digest: ") + DigestKindName(kind) +
                 " is built and read with its layer's DigestContext, and none was given");
   }
-  if (ctx->n_kv_heads() != g.n_kv_heads || ctx->head_dim() != g.head_dim) {
+  if (ctx->n_kv_heads() != g.n_kv_heads || ctx->head_dim() != g.head_dim ||
+      ctx->rank() != DigestContextRank(kind, g)) {
     throw Error("window digest: a context of " + std::to_string(ctx->n_kv_heads()) +
-                " KV heads x " + std::to_string(ctx->head_dim()) + " for a digest of " +
-                std::to_string(g.n_kv_heads) + " x " + std::to_string(g.head_dim));
+                " KV heads x " + std::to_string(ctx->head_dim()) + ", rank " +
+                std::to_string(ctx->rank()) + " for a " + DigestKindName(kind) + " digest of " +
+                std::to_string(g.n_kv_heads) + " x " + std::to_string(g.head_dim) + " (rank " +
+                std::to_string(DigestContextRank(kind, g)) + ")");
   }
   return *ctx;
 }
@@ -170,6 +177,54 @@ const DigestContext& NeedContext(DigestKind kind, const DigestGeometry& g,
 float AsFp16(float v) { return Fp16ToFp32(Fp32ToFp16(v)); }
 float AsFp16Scale(float v) {
   return std::clamp(AsFp16(v), Fp16ToFp32(0x0400u), Fp16ToFp32(0x7BFFu));
+}
+
+// The eigenvalues and eigenvectors of the symmetric n x n matrix a (row-major; destroyed) by
+// cyclic Jacobi rotations: vectors[r * n + i] is row r of eigenvector i, values[i] its value.
+void SymmetricEigen(std::vector<double>& a, int n, std::vector<double>* vectors,
+                    std::vector<double>* values) {
+  std::vector<double>& v = *vectors;
+  v.assign(static_cast<size_t>(n) * n, 0.0);
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i) * n + i] = 1;
+  auto at = [n](std::vector<double>& m, int r, int c) -> double& {
+    return m[static_cast<size_t>(r) * n + c];
+  };
+  double total = 0;
+  for (double x : a) total += x * x;
+  for (int sweep = 0; sweep < 60; ++sweep) {
+    double off = 0;
+    for (int p = 0; p < n; ++p) {
+      for (int q = p + 1; q < n; ++q) off += 2 * at(a, p, q) * at(a, p, q);
+    }
+    if (off <= 1e-24 * total) break;
+    for (int p = 0; p < n; ++p) {
+      for (int q = p + 1; q < n; ++q) {
+        const double apq = at(a, p, q);
+        if (std::fabs(apq) <= 1e-300) continue;
+        // The rotation that zeroes a[p][q]: t = tan(angle), the smaller root.
+        const double theta = (at(a, q, q) - at(a, p, p)) / (2 * apq);
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::hypot(theta, 1.0));
+        const double c = 1 / std::sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < n; ++k) {  // a J
+          const double kp = at(a, k, p), kq = at(a, k, q);
+          at(a, k, p) = c * kp - s * kq;
+          at(a, k, q) = s * kp + c * kq;
+        }
+        for (int k = 0; k < n; ++k) {  // J^T a
+          const double pk = at(a, p, k), qk = at(a, q, k);
+          at(a, p, k) = c * pk - s * qk;
+          at(a, q, k) = s * pk + c * qk;
+        }
+        for (int k = 0; k < n; ++k) {  // v J
+          const double kp = at(v, k, p), kq = at(v, k, q);
+          at(v, k, p) = c * kp - s * kq;
+          at(v, k, q) = s * kp + c * kq;
+        }
+      }
+    }
+  }
+  values->resize(n);
+  for (int i = 0; i < n; ++i) (*values)[i] = at(a, i, i);
 }
 
 int SignedNibble(unsigned n) { return static_cast<int>(n ^ 8u) - 8; }
@@ -207,6 +262,10 @@ const char* DigestKindName(DigestKind kind) {
       return "mean-key-q3c";
     case DigestKind::kMeanKeyQ2C:
       return "mean-key-q2c";
+    case DigestKind::kMeanKeyPcaQ8:
+      return "mean-key-pca-q8";
+    case DigestKind::kMeanKeyPcaQ4:
+      return "mean-key-pca-q4";
   }
   return "?";
 }
@@ -227,7 +286,14 @@ bool DigestIsUpperBound(DigestKind kind) {
 
 bool DigestNeedsContext(DigestKind kind) {
   return kind == DigestKind::kMeanKeyQ4C || kind == DigestKind::kMeanKeyQ3C ||
-         kind == DigestKind::kMeanKeyQ2C;
+         kind == DigestKind::kMeanKeyQ2C || kind == DigestKind::kMeanKeyPcaQ8 ||
+         kind == DigestKind::kMeanKeyPcaQ4;
+}
+
+int DigestContextRank(DigestKind kind, const DigestGeometry& g) {
+  if (kind == DigestKind::kMeanKeyPcaQ8) return g.head_dim / 4;
+  if (kind == DigestKind::kMeanKeyPcaQ4) return g.head_dim / 2;
+  return 0;
 }
 
 int64_t DigestBytes(DigestKind kind, const DigestGeometry& g) {
@@ -246,7 +312,11 @@ int64_t DigestBytes(DigestKind kind, const DigestGeometry& g) {
     case DigestKind::kMeanKeyQ4C:
     case DigestKind::kMeanKeyQ3C:
     case DigestKind::kMeanKeyQ2C:
-      return n * (d * MeanKeyBits(kind) / 8 + 2);  // packed codes + fp16 step per head
+      return n * (d * MeanKeyBits(kind) / 8 + 2);
+    case DigestKind::kMeanKeyPcaQ8:
+    case DigestKind::kMeanKeyPcaQ4:  // r coefficients: d / 4 bytes either way
+      return n * (DigestContextRank(kind, g) * MeanKeyBits(kind) / 8 +
+                  2);  // packed codes + fp16 step per head
     case DigestKind::kQuestBoundQ4:
       return n * (d + 2);  // a byte of two 4-bit codes per channel + fp16 step per head
   }
@@ -337,6 +407,26 @@ void BuildDigest(DigestKind kind, const DigestGeometry& g, const Key* keys, uint
           }
         }
         QuantizeQuestBound(lo.data(), hi.data(), d, out + static_cast<int64_t>(h) * (d + 2));
+        break;
+      }
+      case DigestKind::kMeanKeyPcaQ8:
+      case DigestKind::kMeanKeyPcaQ4: {
+        const int bits = MeanKeyBits(kind), rank = ctx->rank();
+        std::vector<double> centered(d);
+        for (int c = 0; c < d; ++c) {
+          double s = 0;
+          for (int t = 0; t < w; ++t) s += KeyValue(head[static_cast<int64_t>(t) * d + c]);
+          centered[c] = s / w - ctx->offset(h)[c];
+        }
+        std::vector<float> z(rank);
+        for (int i = 0; i < rank; ++i) {
+          const float* u = ctx->basis(h) + static_cast<int64_t>(i) * d;
+          double dot = 0;
+          for (int c = 0; c < d; ++c) dot += u[c] * centered[c];
+          z[i] = static_cast<float>(dot / ctx->component_scale(h)[i]);
+        }
+        QuantizeMeanKey(z.data(), rank, bits,
+                        out + static_cast<int64_t>(h) * (rank * bits / 8 + 2));
         break;
       }
     }
@@ -457,6 +547,26 @@ float WindowDigest::EstimateBytes(DigestKind kind, const DigestGeometry& g, cons
       }
       return q_off + Fp16ToFp32(LoadU16(r)) * (qu - (static_cast<float>(half) - 0.5f) * q_scale);
     }
+    case DigestKind::kMeanKeyPcaQ8:
+    case DigestKind::kMeanKeyPcaQ4: {
+      const DigestContext& cx = NeedContext(kind, g, ctx);
+      const int bits = MeanKeyBits(kind), half = 1 << (bits - 1), rank = cx.rank();
+      const uint8_t* r = b + static_cast<int64_t>(kv_head) * (rank * bits / 8 + 2);
+      const float* offset = cx.offset(kv_head);
+      float q_off = 0;
+      for (int c = 0; c < d; ++c) q_off += q[c] * offset[c];
+      // sum_i (q . u_i) sigma_i (u_i - half + 1/2) s
+      float qu = 0, q_scale = 0;
+      for (int i = 0; i < rank; ++i) {
+        const float* u = cx.basis(kv_head) + static_cast<int64_t>(i) * d;
+        float dot = 0;
+        for (int c = 0; c < d; ++c) dot += q[c] * u[c];
+        const float qs = dot * cx.component_scale(kv_head)[i];
+        qu += qs * static_cast<float>(GetCode(r + 2, i, bits));
+        q_scale += qs;
+      }
+      return q_off + Fp16ToFp32(LoadU16(r)) * (qu - (static_cast<float>(half) - 0.5f) * q_scale);
+    }
     case DigestKind::kQuestBoundQ4: {
       const uint8_t* r = b + static_cast<int64_t>(kv_head) * (d + 2);
       const double step = Fp16ToFp32(LoadU16(r));
@@ -493,7 +603,7 @@ WindowDigest WindowDigest::Read(ByteReader& in, const DigestGeometry& g,
   CheckGeometry(g);
   WindowDigest dg;
   const uint8_t kind = in.Pod<uint8_t>("digest kind");
-  if (kind > static_cast<uint8_t>(DigestKind::kMeanKeyQ2C)) {
+  if (kind > static_cast<uint8_t>(DigestKind::kMeanKeyPcaQ4)) {
     throw Error("window digest: unknown kind " + std::to_string(kind));
   }
   dg.kind_ = static_cast<DigestKind>(kind);
@@ -520,39 +630,73 @@ WindowDigest WindowDigest::Read(ByteReader& in, const DigestGeometry& g,
   return dg;
 }
 
-DigestContext DigestContext::Fit(const DigestGeometry& g, const float* keys, int n_windows) {
+DigestContext DigestContext::Fit(const DigestGeometry& g, const float* keys, int n_windows,
+                                 int rank) {
   CheckGeometry(g);
-  QEVICT_CHECK(n_windows >= 1);
+  QEVICT_CHECK(n_windows >= 1 && rank >= 0 && rank <= g.head_dim);
   const int n = g.n_kv_heads, d = g.head_dim, w = g.window_tokens;
   DigestContext cx;
   cx.n_kv_heads_ = n;
   cx.head_dim_ = d;
-  cx.offset_.assign(static_cast<size_t>(n) * d, 0.f);
-  cx.scale_.assign(static_cast<size_t>(n) * d, 0.f);
+  cx.rank_ = rank;
   const int64_t block = static_cast<int64_t>(n) * w * d;
   for (int h = 0; h < n; ++h) {
-    std::vector<double> sum(d, 0.0), sum_sq(d, 0.0);
+    // The windows' mean keys of this head, [n_windows][d].
+    std::vector<double> means(static_cast<size_t>(n_windows) * d);
+    std::vector<double> offset(d, 0.0);
     for (int i = 0; i < n_windows; ++i) {
       const float* head = keys + i * block + static_cast<int64_t>(h) * w * d;
       for (int c = 0; c < d; ++c) {
         double m = 0;
         for (int t = 0; t < w; ++t) m += head[static_cast<int64_t>(t) * d + c];
-        m /= w;
-        sum[c] += m;
-        sum_sq[c] += m * m;
+        means[static_cast<size_t>(i) * d + c] = m / w;
+        offset[c] += m / w / n_windows;
       }
     }
-    std::vector<double> sd(d);
-    double largest = 0;
-    for (int c = 0; c < d; ++c) {
-      const double mean = sum[c] / n_windows;
-      sd[c] = std::sqrt(std::max(0.0, sum_sq[c] / n_windows - mean * mean));
-      largest = std::max(largest, sd[c]);
-      cx.offset_[static_cast<size_t>(h) * d + c] = AsFp16(static_cast<float>(mean));
+    for (int c = 0; c < d; ++c) cx.offset_.push_back(AsFp16(static_cast<float>(offset[c])));
+    if (rank == 0) {
+      std::vector<double> sd(d, 0.0);
+      for (int i = 0; i < n_windows; ++i) {
+        for (int c = 0; c < d; ++c) {
+          const double x = means[static_cast<size_t>(i) * d + c] - offset[c];
+          sd[c] += x * x / n_windows;
+        }
+      }
+      double largest = 0;
+      for (int c = 0; c < d; ++c) largest = std::max(largest, sd[c] = std::sqrt(sd[c]));
+      for (int c = 0; c < d; ++c) {
+        cx.scale_.push_back(AsFp16Scale(static_cast<float>(std::max(sd[c], 1e-3 * largest))));
+      }
+      continue;
     }
-    for (int c = 0; c < d; ++c) {
-      cx.scale_[static_cast<size_t>(h) * d + c] =
-          AsFp16Scale(static_cast<float>(std::max(sd[c], 1e-3 * largest)));
+    std::vector<double> cov(static_cast<size_t>(d) * d, 0.0);
+    for (int i = 0; i < n_windows; ++i) {
+      const double* m = means.data() + static_cast<size_t>(i) * d;
+      for (int a = 0; a < d; ++a) {
+        const double xa = m[a] - offset[a];
+        for (int b = a; b < d; ++b) cov[static_cast<size_t>(a) * d + b] += xa * (m[b] - offset[b]);
+      }
+    }
+    for (int a = 0; a < d; ++a) {
+      for (int b = a; b < d; ++b) {
+        cov[static_cast<size_t>(a) * d + b] /= n_windows;
+        cov[static_cast<size_t>(b) * d + a] = cov[static_cast<size_t>(a) * d + b];
+      }
+    }
+    std::vector<double> vectors, values;
+    SymmetricEigen(cov, d, &vectors, &values);
+    std::vector<int> order(d);
+    for (int i = 0; i < d; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return values[a] > values[b]; });
+    const double top = std::sqrt(std::max(0.0, values[order[0]]));
+    for (int i = 0; i < rank; ++i) {
+      for (int c = 0; c < d; ++c) {
+        cx.basis_.push_back(
+            AsFp16(static_cast<float>(vectors[static_cast<size_t>(c) * d + order[i]])));
+      }
+      const double spread = std::sqrt(std::max(0.0, values[order[i]]));
+      cx.component_scale_.push_back(
+          AsFp16Scale(static_cast<float>(std::max({spread, 1e-3 * top, 1e-30}))));
     }
   }
   return cx;
@@ -561,9 +705,11 @@ DigestContext DigestContext::Fit(const DigestGeometry& g, const float* keys, int
 void DigestContext::Write(ByteWriter& out) const {
   out.Pod(static_cast<int32_t>(n_kv_heads_));
   out.Pod(static_cast<int32_t>(head_dim_));
-  std::vector<uint16_t> half(offset_.size() + scale_.size());
-  for (size_t i = 0; i < offset_.size(); ++i) half[i] = Fp32ToFp16(offset_[i]);
-  for (size_t i = 0; i < scale_.size(); ++i) half[offset_.size() + i] = Fp32ToFp16(scale_[i]);
+  out.Pod(static_cast<int32_t>(rank_));
+  std::vector<uint16_t> half;
+  for (const auto* part : {&offset_, &scale_, &basis_, &component_scale_}) {
+    for (float v : *part) half.push_back(Fp32ToFp16(v));
+  }
   out.Array(std::span<const uint16_t>(half));
 }
 
@@ -571,29 +717,40 @@ DigestContext DigestContext::Read(ByteReader& in, const DigestGeometry& g) {
   CheckGeometry(g);
   const int32_t n = in.Pod<int32_t>("digest context KV heads");
   const int32_t d = in.Pod<int32_t>("digest context head size");
+  const int32_t rank = in.Pod<int32_t>("digest context rank");
   if (n != g.n_kv_heads || d != g.head_dim) {
     throw Error("digest context: written for " + std::to_string(n) + " KV heads x " +
                 std::to_string(d) + ", read for " + std::to_string(g.n_kv_heads) + " x " +
                 std::to_string(g.head_dim));
   }
-  const size_t count = static_cast<size_t>(n) * d;
-  const std::vector<uint16_t> half = in.Array<uint16_t>("digest context values", 2 * count);
-  if (half.size() != 2 * count) {
-    throw Error("digest context: " + std::to_string(half.size()) + " values, " +
-                std::to_string(2 * count) + " expected");
+  if (rank < 0 || rank > d) {
+    throw Error("digest context: rank " + std::to_string(rank) + " of a head size " +
+                std::to_string(d));
   }
   DigestContext cx;
   cx.n_kv_heads_ = n;
   cx.head_dim_ = d;
-  for (size_t i = 0; i < count; ++i) {
-    const float offset = Fp16ToFp32(half[i]), scale = Fp16ToFp32(half[count + i]);
-    if (!std::isfinite(offset) || !(scale > 0) || !std::isfinite(scale)) {
-      throw Error("digest context: offset " + std::to_string(offset) + " / scale " +
-                  std::to_string(scale) + " of channel " + std::to_string(i) +
-                  " (a scale must be positive and finite)");
+  cx.rank_ = rank;
+  const size_t nd = static_cast<size_t>(n) * d;
+  const size_t sizes[4] = {nd, rank == 0 ? nd : 0, nd * rank, static_cast<size_t>(n) * rank};
+  const size_t count = sizes[0] + sizes[1] + sizes[2] + sizes[3];
+  const std::vector<uint16_t> half = in.Array<uint16_t>("digest context values", count);
+  if (half.size() != count) {
+    throw Error("digest context: " + std::to_string(half.size()) + " values, " +
+                std::to_string(count) + " expected");
+  }
+  std::vector<float>* parts[4] = {&cx.offset_, &cx.scale_, &cx.basis_, &cx.component_scale_};
+  size_t at = 0;
+  for (int p = 0; p < 4; ++p) {
+    const bool is_scale = p == 1 || p == 3;
+    for (size_t i = 0; i < sizes[p]; ++i, ++at) {
+      const float v = Fp16ToFp32(half[at]);
+      if (!std::isfinite(v) || (is_scale && !(v > 0))) {
+        throw Error("digest context: value " + std::to_string(at) + " is " + std::to_string(v) +
+                    " (offsets and directions must be finite, scales positive and finite)");
+      }
+      parts[p]->push_back(v);
     }
-    cx.offset_.push_back(offset);
-    cx.scale_.push_back(scale);
   }
   return cx;
 }

@@ -29,6 +29,12 @@
 //                than the rest (and of nearly constant sign), which on one per-head grid leave
 //                the others one or two levels; normalized, every channel gets the whole grid.
 //                estimate(q) = sum_c q_c (offset_c + scale_c * dequantized z_c).
+//   kMeanKeyPcaQ8/Q4  (ShadowKV-like low rank) the window's mean key projected on the top r
+//                principal directions u_i of the window means its DigestContext was fitted on,
+//                each coefficient divided by its standard deviation sigma_i there, on the same
+//                per-head grid: r = d / 4 at 8 bits or r = d / 2 at 4 bits (both d / 4 bytes).
+//                estimate(q) = q . offset + sum_i (q . u_i) sigma_i dequantized z_i (r dot
+//                products of q per window and head: a cache would project q once per step).
 //   kQuestBoundQ4  Quest's min and max on a 4-bit grid: per KV head one fp16 step s (>= the
 //                head's largest |min_c|, |max_c| over 7), per channel a byte holding the signed
 //                codes floor(min_c / s) and ceil(max_c / s) in [-8, 7]. Rounded outward, so the
@@ -47,6 +53,8 @@
 //   kQuestBoundQ4   n * (d + 2)                        198 B = 3.22 %
 //   kMeanKeyQ4C/Q3C/Q2C  as kMeanKeyQ4/Q3/Q2 (102, 78, 54 B), and once per layer the context's
 //                   n * d * 2 * 2 bytes (768 B: 1.5 B a window over 509 windows)
+//   kMeanKeyPcaQ8/Q4  n * (d / 4 + 2)                    54 B = 0.88 %, and once per layer the
+//                   context's n * (d + r d + r) * 2 bytes (6.6 KB for r 16, 12.9 KB for r 32)
 //                                                      Gemma 3 270M (n 1, d 256, W 8: 8192 B)
 //   kQuestBound                                        1024 B = 12.5 %
 //   kSignSketch                                        272 B = 3.32 %
@@ -57,6 +65,8 @@
 //   kMeanKeyQ2                                          66 B = 0.81 %
 //   kQuestBoundQ4                                      258 B = 3.15 %
 //   kMeanKeyQ4C/Q3C/Q2C  130, 98, 66 B; context 1024 B a layer
+//   kMeanKeyPcaQ8/Q4                                    66 B = 0.81 %; context 33 KB (r 64) or
+//                                                      66 KB (r 128) a layer
 // None of these but the share of kQuestBound, kSignSketch and kMeanKey depends on W: a digest
 // built over a longer span (the keys of G consecutive windows as one "window" of G * W tokens)
 // costs 1 / G of these bytes per window, which is how bench/digest_recall.cc measures coarser
@@ -88,23 +98,31 @@ enum class DigestKind : uint8_t {
   kMeanKeyQ4C = 8,
   kMeanKeyQ3C = 9,
   kMeanKeyQ2C = 10,
+  kMeanKeyPcaQ8 = 11,
+  kMeanKeyPcaQ4 = 12,
 };
 
 inline constexpr DigestKind kAllDigestKinds[] = {
-    DigestKind::kQuestBound, DigestKind::kSignSketch,   DigestKind::kMeanKey,
-    DigestKind::kMeanKeyQ8,  DigestKind::kMeanKeyQ4,    DigestKind::kMeanKeyQ3,
-    DigestKind::kMeanKeyQ2,  DigestKind::kQuestBoundQ4, DigestKind::kMeanKeyQ4C,
-    DigestKind::kMeanKeyQ3C, DigestKind::kMeanKeyQ2C};
+    DigestKind::kQuestBound,  DigestKind::kSignSketch,   DigestKind::kMeanKey,
+    DigestKind::kMeanKeyQ8,   DigestKind::kMeanKeyQ4,    DigestKind::kMeanKeyQ3,
+    DigestKind::kMeanKeyQ2,   DigestKind::kQuestBoundQ4, DigestKind::kMeanKeyQ4C,
+    DigestKind::kMeanKeyQ3C,  DigestKind::kMeanKeyQ2C,   DigestKind::kMeanKeyPcaQ8,
+    DigestKind::kMeanKeyPcaQ4};
 
 // The kind's name: quest-minmax, sign-sketch, mean-key, mean-key-q8, mean-key-q4, mean-key-q3,
-// mean-key-q2, quest-minmax-q4, mean-key-q4c, mean-key-q3c, mean-key-q2c. ParseDigestKind reads it
+// mean-key-q2, quest-minmax-q4, mean-key-q4c, mean-key-q3c, mean-key-q2c, mean-key-pca-q8,
+// mean-key-pca-q4. ParseDigestKind reads it
 // back and throws qevict::Error naming the accepted names for anything else (a config value).
 const char* DigestKindName(DigestKind kind);
 DigestKind ParseDigestKind(std::string_view name);
 // Whether the kind's estimate is a true upper bound of every q . k of the window (Quest's).
 bool DigestIsUpperBound(DigestKind kind);
-// Whether the kind's digests are built and read with a layer's DigestContext (the ...C kinds).
+// Whether the kind's digests are built and read with a layer's DigestContext (the ...C and
+// ...Pca kinds), and the rank of the context it reads: 0 for the per-channel one of the ...C
+// kinds, r for the ...Pca kinds (fit it with DigestContext::Fit(g, keys, n, that rank)).
 bool DigestNeedsContext(DigestKind kind);
+struct DigestGeometry;
+int DigestContextRank(DigestKind kind, const DigestGeometry& g);
 
 struct DigestGeometry {
   int n_kv_heads = 0;
@@ -117,7 +135,8 @@ int64_t DigestBytes(DigestKind kind, const DigestGeometry& g);
 // The bytes of the window's fp16 keys and values: 2 * n_kv_heads * W * head_dim * 2.
 int64_t WindowFp16Bytes(const DigestGeometry& g);
 
-// The per-layer part of the context kinds: per KV head and channel, the offset and scale that
+// The per-layer part of the context kinds: per KV head, the offset and either the per-channel
+// scales (rank 0) or the top `rank` principal directions and their spreads (rank r) that
 // normalize a window's mean key. Fitted once from a span of the layer's keys (the prompt's, at
 // the layer's first eviction) and kept for the layer's life, so that every digest of the layer
 // reads against the same one; it costs bytes() once per layer, not per window. Any kind of the
@@ -128,22 +147,40 @@ class DigestContext {
   // From n_windows >= 1 consecutive window blocks of keys after RoPE, each [n_kv_heads][W][d]
   // (the layout BuildInto reads): offset_c is the mean of the windows' mean keys, scale_c their
   // standard deviation (at least 1e-3 of the head's largest, so a constant channel divides by
-  // something). Both are held as fp16 values, so that a written context reads back equal.
-  static DigestContext Fit(const DigestGeometry& g, const float* keys, int n_windows);
+  // something). With rank r > 0, instead of the scales: the r leading eigenvectors of the
+  // window means' covariance (Jacobi, in double) and the square roots of their eigenvalues
+  // (at least 1e-3 of the largest). All are held as fp16 values, so that a written context
+  // reads back equal.
+  static DigestContext Fit(const DigestGeometry& g, const float* keys, int n_windows, int rank = 0);
 
   int n_kv_heads() const { return n_kv_heads_; }
   int head_dim() const { return head_dim_; }
   const float* offset(int kv_head) const { return offset_.data() + kv_head * head_dim_; }
   const float* scale(int kv_head) const { return scale_.data() + kv_head * head_dim_; }
-  // The bytes it costs (fp16 offset and scale per KV head and channel): n * d * 2 * 2.
-  int64_t bytes() const { return int64_t{4} * n_kv_heads_ * head_dim_; }
+  int rank() const { return rank_; }
+  // Rank r: direction i of kv_head at basis(kv_head) + i * head_dim, its spread at
+  // component_scale(kv_head)[i].
+  const float* basis(int kv_head) const {
+    return basis_.data() + static_cast<int64_t>(kv_head) * rank_ * head_dim_;
+  }
+  const float* component_scale(int kv_head) const {
+    return component_scale_.data() + kv_head * rank_;
+  }
+  // The bytes it costs (fp16 values): rank 0, n * d * 2 * 2; rank r, n * (d + r d + r) * 2.
+  int64_t bytes() const {
+    return int64_t{2} * (static_cast<int64_t>(offset_.size()) + scale_.size() + basis_.size() +
+                         component_scale_.size());
+  }
 
   void Write(ByteWriter& out) const;
   static DigestContext Read(ByteReader& in, const DigestGeometry& g);
 
  private:
-  int n_kv_heads_ = 0, head_dim_ = 0;
-  std::vector<float> offset_, scale_;  // [n_kv_heads][head_dim]
+  int n_kv_heads_ = 0, head_dim_ = 0, rank_ = 0;
+  std::vector<float> offset_;           // [n_kv_heads][head_dim]
+  std::vector<float> scale_;            // rank 0: [n_kv_heads][head_dim]; else empty
+  std::vector<float> basis_;            // [n_kv_heads][rank][head_dim]
+  std::vector<float> component_scale_;  // [n_kv_heads][rank]
 };
 
 class WindowDigest {

@@ -39,6 +39,15 @@ std::vector<float> Normal(std::mt19937& rng, size_t n, float scale) {
   return v;
 }
 
+// The context a kind reads (its rank), fitted on 32 windows of normal keys of geometry g.
+std::shared_ptr<const DigestContext> ContextFor(DigestKind kind, const DigestGeometry& g,
+                                                std::mt19937& rng) {
+  const auto keys =
+      Normal(rng, static_cast<size_t>(32) * g.n_kv_heads * g.window_tokens * g.head_dim, 1.f);
+  return std::make_shared<const DigestContext>(
+      DigestContext::Fit(g, keys.data(), 32, DigestContextRank(kind, g)));
+}
+
 TEST(WindowDigest, BytesPerWindowAndShares) {
   // The figures stated in window_digest.h.
   const DigestGeometry smol{3, 64, 8}, gemma{1, 256, 8};
@@ -83,14 +92,22 @@ TEST(WindowDigest, BytesPerWindowAndShares) {
   EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ4C, gemma), 130);
   EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ3C, gemma), 98);
   EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ2C, gemma), 66);
+  // The low-rank kinds: d / 4 bytes of coefficients either way (r = d/4 at 8 bits, d/2 at 4).
+  EXPECT_EQ(DigestContextRank(DigestKind::kMeanKeyPcaQ8, smol), 16);
+  EXPECT_EQ(DigestContextRank(DigestKind::kMeanKeyPcaQ4, gemma), 128);
+  EXPECT_EQ(DigestContextRank(DigestKind::kMeanKeyQ4C, gemma), 0);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyPcaQ8, smol), 54);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyPcaQ4, smol), 54);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyPcaQ8, gemma), 66);
+  EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyPcaQ4, gemma), 66);
   // Over G windows' keys at once (a coarser digest), the quantized kinds' bytes do not grow.
   EXPECT_EQ(DigestBytes(DigestKind::kQuestBoundQ4, DigestGeometry{3, 64, 32}), 198);
   EXPECT_EQ(DigestBytes(DigestKind::kMeanKeyQ4, DigestGeometry{1, 256, 16}), 130);
   // A built digest holds exactly that many bytes.
   std::mt19937 rng(1);
   const auto keys = Normal(rng, 3 * 8 * 64, 1.f);
-  const auto ctx = std::make_shared<const DigestContext>(DigestContext::Fit(smol, keys.data(), 1));
   for (DigestKind kind : kKinds) {
+    const auto ctx = ContextFor(kind, smol, rng);
     EXPECT_EQ(
         static_cast<int64_t>(WindowDigest::Build(kind, smol, keys.data(), ctx).bytes().size()),
         DigestBytes(kind, smol));
@@ -181,8 +198,8 @@ TEST(WindowDigest, TheWindowHoldingTheMaximumKeyRanksFirst) {
       float* k =
           keys.data() + planted * block + (kv_head * g.window_tokens + planted_token) * g.head_dim;
       for (int c = 0; c < g.head_dim; ++c) k[c] = static_cast<float>(8.0 * qh[c] / q_norm);
-      const auto ctx =
-          std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), n_windows));
+      const auto ctx = std::make_shared<const DigestContext>(
+          DigestContext::Fit(g, keys.data(), n_windows, DigestContextRank(kind, g)));
       std::vector<WindowDigest> digests;
       for (int w = 0; w < n_windows; ++w) {
         digests.push_back(WindowDigest::Build(kind, g, keys.data() + w * block, ctx));
@@ -298,6 +315,28 @@ TEST(WindowDigest, ContextKindsNeedTheirLayersContext) {
     EXPECT_EQ(static_cast<int64_t>(coarse.bytes().size()), DigestBytes(kind, g));
   }
   EXPECT_FALSE(DigestNeedsContext(DigestKind::kMeanKeyQ4));
+  // The low-rank kinds read a context of their rank only (and its bytes are n (d + r d + r) 2).
+  const auto pca = std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), 4, 16));
+  EXPECT_EQ(pca->bytes(), 3 * (64 + 16 * 64 + 16) * 2);
+  EXPECT_TRUE(DigestNeedsContext(DigestKind::kMeanKeyPcaQ8));
+  EXPECT_THROW(WindowDigest::Build(DigestKind::kMeanKeyPcaQ8, g, keys.data(), ctx), Error);
+  EXPECT_THROW(WindowDigest::Build(DigestKind::kMeanKeyPcaQ4, g, keys.data(), pca), Error);
+  EXPECT_THROW(WindowDigest::Build(DigestKind::kMeanKeyQ4C, g, keys.data(), pca), Error);
+  const auto built = WindowDigest::Build(DigestKind::kMeanKeyPcaQ8, g, keys.data(), pca);
+  EXPECT_EQ(static_cast<int64_t>(built.bytes().size()), 54);
+  {
+    ByteWriter pca_out;
+    pca->Write(pca_out);
+    ByteReader pca_in(pca_out.bytes(), "context");
+    const DigestContext pca_back = DigestContext::Read(pca_in, g);
+    EXPECT_EQ(pca_back.rank(), 16);
+    EXPECT_EQ(pca_back.bytes(), pca->bytes());
+    for (int h = 0; h < 3; ++h) {
+      EXPECT_TRUE(std::equal(pca->basis(h), pca->basis(h) + 16 * 64, pca_back.basis(h)));
+      EXPECT_TRUE(std::equal(pca->component_scale(h), pca->component_scale(h) + 16,
+                             pca_back.component_scale(h)));
+    }
+  }
   // The context round-trips exactly (its values are fp16 values) and checks what it reads.
   ByteWriter out;
   ctx->Write(out);
@@ -319,6 +358,47 @@ TEST(WindowDigest, ContextKindsNeedTheirLayersContext) {
   EXPECT_THROW(DigestContext::Read(zero_in, g), Error);
 }
 
+TEST(WindowDigest, LowRankKindsRecoverKeysOfALowRankLayer) {
+  // Window means that vary in an 8-dimensional subspace of d = 64 (plus a little noise), as a
+  // layer whose keys are low rank: the rank-16 context holds that subspace, so mean-key-pca-q8
+  // estimates q . mean within a few percent, and closer than mean-key-q2c at the same bytes.
+  const DigestGeometry g{1, 64, 8};
+  std::mt19937 rng(17);
+  const int n_windows = 150, block = 8 * 64;
+  const auto mix = Normal(rng, 8 * 64, 1.f);  // 8 directions
+  std::vector<float> keys(static_cast<size_t>(n_windows) * block);
+  for (int w = 0; w < n_windows; ++w) {
+    const auto latent = Normal(rng, 8, 1.f);
+    const auto noise = Normal(rng, block, 0.02f);
+    for (int t = 0; t < 8; ++t) {
+      for (int c = 0; c < 64; ++c) {
+        float v = (c == 3 ? 5.f : 0.f) + noise[t * 64 + c];
+        for (int j = 0; j < 8; ++j) v += latent[j] * mix[j * 64 + c];
+        keys[static_cast<size_t>(w) * block + t * 64 + c] = v;
+      }
+    }
+  }
+  const auto pca = std::make_shared<const DigestContext>(
+      DigestContext::Fit(g, keys.data(), 100, DigestContextRank(DigestKind::kMeanKeyPcaQ8, g)));
+  const auto per_channel =
+      std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), 100));
+  double err_pca = 0, err_q2c = 0, norm = 0;
+  for (int w = 0; w < n_windows; ++w) {
+    const float* wk = keys.data() + static_cast<size_t>(w) * block;
+    const auto q = Normal(rng, 64, 1.f);
+    const double exact = WindowDigest::Build(DigestKind::kMeanKey, g, wk).Estimate(0, q.data());
+    const double e_pca =
+        WindowDigest::Build(DigestKind::kMeanKeyPcaQ8, g, wk, pca).Estimate(0, q.data());
+    const double e_q2c =
+        WindowDigest::Build(DigestKind::kMeanKeyQ2C, g, wk, per_channel).Estimate(0, q.data());
+    norm += exact * exact;
+    err_pca += (e_pca - exact) * (e_pca - exact);
+    err_q2c += (e_q2c - exact) * (e_q2c - exact);
+  }
+  EXPECT_LT(std::sqrt(err_pca / norm), 0.05);
+  EXPECT_LT(err_pca, err_q2c);
+}
+
 TEST(WindowDigest, KindsParseByName) {
   for (DigestKind kind : kKinds) EXPECT_EQ(ParseDigestKind(DigestKindName(kind)), kind);
   EXPECT_EQ(ParseDigestKind("mean-key-q4"), DigestKind::kMeanKeyQ4);
@@ -338,9 +418,9 @@ TEST(WindowDigest, DigestsRoundTripAndBadRecordsAreErrors) {
   std::mt19937 rng(3);
   const auto keys = Normal(rng, 3 * 8 * 64, 1.f);
   const auto q = Normal(rng, 64, 1.f);
-  // The context kinds' layer context (the other kinds ignore it).
-  const auto ctx = std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), 1));
   for (DigestKind kind : kKinds) {
+    // The context kinds' layer context (the other kinds ignore it).
+    const auto ctx = ContextFor(kind, g, rng);
     const auto d = WindowDigest::Build(kind, g, keys.data(), ctx);
     ByteWriter out;
     d.Write(out);
