@@ -22,8 +22,9 @@
 // every window of the group the group's estimate: a coarser granularity at fewer bytes. The
 // default list is every kind per window and a few coarser ones near 1 % of a window. The
 // context kinds (mean-key-q4c, ...) fit each layer's DigestContext on the windows within the
-// first F tokens (default 1024: what a cache sees of a prompt at its first evictions), once,
-// and read every window of the layer against it.
+// first F tokens (default 1024: what a cache sees of a prompt at its first evictions) and, for
+// the low-rank kinds, the queries of those tokens, once, and read every window of the layer
+// against it.
 //
 // With sliding-window layers (Gemma 3), the model runs as in a session (rings for the sliding
 // layers beside the FullCache of the global layers) and only the global layers are scored: the
@@ -49,11 +50,16 @@
 namespace qevict {
 namespace {
 
-// A model's cache that remembers the queries of the last Attend call of every model layer.
+// A model's cache that remembers the queries of the last Attend call of every model layer, and
+// those of the tokens before fit_tokens (what the low-rank digest contexts are fitted on).
 class QueryCapture final : public KvCache {
  public:
-  QueryCapture(KvCache& base, int n_layers, int n_heads, int head_dim)
-      : base_(base), queries_(n_layers), row_(static_cast<int64_t>(n_heads) * head_dim) {}
+  QueryCapture(KvCache& base, int n_layers, int n_heads, int head_dim, int64_t fit_tokens)
+      : base_(base),
+        queries_(n_layers),
+        fit_queries_(n_layers),
+        row_(static_cast<int64_t>(n_heads) * head_dim),
+        fit_tokens_(fit_tokens) {}
   void BeginRun(int64_t p, int64_t g) override { base_.BeginRun(p, g); }
   void Store(int layer, int n, const int32_t* pos, const float* k, const float* v) override {
     base_.Store(layer, n, pos, k, v);
@@ -61,6 +67,11 @@ class QueryCapture final : public KvCache {
   void Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
               ThreadPool& pool) override {
     queries_[layer].assign(q, q + n * row_);
+    for (int i = 0; i < n; ++i) {
+      if (pos[i] < fit_tokens_) {
+        fit_queries_[layer].insert(fit_queries_[layer].end(), q + i * row_, q + (i + 1) * row_);
+      }
+    }
     base_.Attend(layer, n, pos, q, out, pool);
   }
   void EndBatch(BatchKind kind, ThreadPool& pool) override { base_.EndBatch(kind, pool); }
@@ -72,11 +83,14 @@ class QueryCapture final : public KvCache {
     base_.DenseLayer(layer, keys, values, positions);
   }
   const std::vector<float>& queries(int layer) const { return queries_[layer]; }
+  const std::vector<float>& fit_queries(int layer) const { return fit_queries_[layer]; }
 
  private:
   KvCache& base_;
-  std::vector<std::vector<float>> queries_;  // [model layer][n][n_heads][head_dim]
+  std::vector<std::vector<float>> queries_;      // [model layer][n][n_heads][head_dim]
+  std::vector<std::vector<float>> fit_queries_;  // the same for the tokens before fit_tokens
   int64_t row_;
+  int64_t fit_tokens_;
 };
 
 // The cache a session would build for the `full` policy (engine/session.cc): a FullCache, or
@@ -220,7 +234,7 @@ int Main(int argc, char** argv) {
       *m.model, T, ropes, [](const KvGeometry& g, const Rope& rope) -> std::unique_ptr<KvCache> {
         return std::make_unique<FullCache>(g, rope);
       });
-  QueryCapture cache(*session_cache, cfg.n_layers, geo.n_heads, geo.head_dim);
+  QueryCapture cache(*session_cache, cfg.n_layers, geo.n_heads, geo.head_dim, fit_tokens);
   ThreadPool pool(2);
   const int chunk = 256;
   ForwardScratch scratch(cfg, chunk);
@@ -281,8 +295,10 @@ int Main(int argc, char** argv) {
       const DigestGeometry fit_g{n_kv, d, window};
       const int rank = DigestContextRank(configs[k].kind, fit_g);
       if (contexts.count(rank) == 0) {
-        contexts[rank] = std::make_shared<const DigestContext>(
-            DigestContext::Fit(fit_g, fit.data(), n_fit, rank));
+        const std::vector<float>& fq = cache.fit_queries(layer);
+        contexts[rank] = std::make_shared<const DigestContext>(DigestContext::Fit(
+            fit_g, fit.data(), n_fit, rank, fq.data(),
+            static_cast<int>(fq.size() / (static_cast<size_t>(n_heads) * d)), n_heads));
       }
       context_bytes[k] = contexts[rank]->bytes();
     }

@@ -555,10 +555,10 @@ float WindowDigest::EstimateBytes(DigestKind kind, const DigestGeometry& g, cons
       const float* offset = cx.offset(kv_head);
       float q_off = 0;
       for (int c = 0; c < d; ++c) q_off += q[c] * offset[c];
-      // sum_i (q . u_i) sigma_i (u_i - half + 1/2) s
+      // sum_i (q . b_i) sigma_i (u_i - half + 1/2) s
       float qu = 0, q_scale = 0;
       for (int i = 0; i < rank; ++i) {
-        const float* u = cx.basis(kv_head) + static_cast<int64_t>(i) * d;
+        const float* u = cx.reconstruction(kv_head) + static_cast<int64_t>(i) * d;
         float dot = 0;
         for (int c = 0; c < d; ++c) dot += q[c] * u[c];
         const float qs = dot * cx.component_scale(kv_head)[i];
@@ -631,9 +631,15 @@ WindowDigest WindowDigest::Read(ByteReader& in, const DigestGeometry& g,
 }
 
 DigestContext DigestContext::Fit(const DigestGeometry& g, const float* keys, int n_windows,
-                                 int rank) {
+                                 int rank, const float* queries, int n_queries, int n_heads) {
   CheckGeometry(g);
   QEVICT_CHECK(n_windows >= 1 && rank >= 0 && rank <= g.head_dim);
+  if (rank > 0 && (queries == nullptr || n_queries < 1 || n_heads < g.n_kv_heads ||
+                   n_heads % g.n_kv_heads != 0)) {
+    throw Error("digest context: a rank-" + std::to_string(rank) +
+                " context is fitted on the layer's queries too (a whole number of query heads "
+                "per KV head), and none were given");
+  }
   const int n = g.n_kv_heads, d = g.head_dim, w = g.window_tokens;
   DigestContext cx;
   cx.n_kv_heads_ = n;
@@ -683,16 +689,82 @@ DigestContext DigestContext::Fit(const DigestGeometry& g, const float* keys, int
         cov[static_cast<size_t>(b) * d + a] = cov[static_cast<size_t>(a) * d + b];
       }
     }
+    // Q = E[q q^T] over the queries that read this KV head, made definite.
+    const int group = n_heads / n;
+    std::vector<double> qq(static_cast<size_t>(d) * d, 0.0);
+    for (int i = 0; i < n_queries; ++i) {
+      for (int hq = h * group; hq < (h + 1) * group; ++hq) {
+        const float* qv = queries + (static_cast<int64_t>(i) * n_heads + hq) * d;
+        for (int a = 0; a < d; ++a) {
+          for (int b = a; b < d; ++b) qq[static_cast<size_t>(a) * d + b] += double{qv[a]} * qv[b];
+        }
+      }
+    }
+    double trace = 0;
+    for (int a = 0; a < d; ++a) {
+      for (int b = a; b < d; ++b) {
+        qq[static_cast<size_t>(a) * d + b] /= static_cast<double>(n_queries) * group;
+        qq[static_cast<size_t>(b) * d + a] = qq[static_cast<size_t>(a) * d + b];
+      }
+      trace += qq[static_cast<size_t>(a) * d + a];
+    }
+    const double ridge = std::max(1e-4 * trace / d, 1e-30);
+    for (int a = 0; a < d; ++a) qq[static_cast<size_t>(a) * d + a] += ridge;
+    std::vector<double> qvec, qval;
+    SymmetricEigen(qq, d, &qvec, &qval);
+    // Q^1/2 and Q^-1/2, from Q = V diag(l) V^T.
+    std::vector<double> root(static_cast<size_t>(d) * d, 0.0), inv_root(root.size(), 0.0);
+    for (int k = 0; k < d; ++k) {
+      const double l = std::max(qval[k], ridge), sl = std::sqrt(l);
+      for (int a = 0; a < d; ++a) {
+        const double va = qvec[static_cast<size_t>(a) * d + k];
+        for (int b = 0; b < d; ++b) {
+          const double vv = va * qvec[static_cast<size_t>(b) * d + k];
+          root[static_cast<size_t>(a) * d + b] += vv * sl;
+          inv_root[static_cast<size_t>(a) * d + b] += vv / sl;
+        }
+      }
+    }
+    // M = Q^1/2 C Q^1/2, symmetric.
+    std::vector<double> rc(static_cast<size_t>(d) * d, 0.0), m(rc.size(), 0.0);
+    for (int a = 0; a < d; ++a) {
+      for (int k = 0; k < d; ++k) {
+        const double r = root[static_cast<size_t>(a) * d + k];
+        for (int b = 0; b < d; ++b)
+          rc[static_cast<size_t>(a) * d + b] += r * cov[static_cast<size_t>(k) * d + b];
+      }
+    }
+    for (int a = 0; a < d; ++a) {
+      for (int k = 0; k < d; ++k) {
+        const double r = rc[static_cast<size_t>(a) * d + k];
+        for (int b = 0; b < d; ++b)
+          m[static_cast<size_t>(a) * d + b] += r * root[static_cast<size_t>(k) * d + b];
+      }
+    }
+    for (int a = 0; a < d; ++a) {
+      for (int b = a + 1; b < d; ++b) {
+        const double avg =
+            (m[static_cast<size_t>(a) * d + b] + m[static_cast<size_t>(b) * d + a]) / 2;
+        m[static_cast<size_t>(a) * d + b] = m[static_cast<size_t>(b) * d + a] = avg;
+      }
+    }
     std::vector<double> vectors, values;
-    SymmetricEigen(cov, d, &vectors, &values);
+    SymmetricEigen(m, d, &vectors, &values);
     std::vector<int> order(d);
     for (int i = 0; i < d; ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](int a, int b) { return values[a] > values[b]; });
     const double top = std::sqrt(std::max(0.0, values[order[0]]));
     for (int i = 0; i < rank; ++i) {
+      // a_i = Q^1/2 u_i, b_i = Q^-1/2 u_i.
       for (int c = 0; c < d; ++c) {
-        cx.basis_.push_back(
-            AsFp16(static_cast<float>(vectors[static_cast<size_t>(c) * d + order[i]])));
+        double ai = 0, bi = 0;
+        for (int k = 0; k < d; ++k) {
+          const double u = vectors[static_cast<size_t>(k) * d + order[i]];
+          ai += root[static_cast<size_t>(c) * d + k] * u;
+          bi += inv_root[static_cast<size_t>(c) * d + k] * u;
+        }
+        cx.basis_.push_back(AsFp16(static_cast<float>(ai)));
+        cx.reconstruction_.push_back(AsFp16(static_cast<float>(bi)));
       }
       const double spread = std::sqrt(std::max(0.0, values[order[i]]));
       cx.component_scale_.push_back(
@@ -707,7 +779,7 @@ void DigestContext::Write(ByteWriter& out) const {
   out.Pod(static_cast<int32_t>(head_dim_));
   out.Pod(static_cast<int32_t>(rank_));
   std::vector<uint16_t> half;
-  for (const auto* part : {&offset_, &scale_, &basis_, &component_scale_}) {
+  for (const auto* part : {&offset_, &scale_, &basis_, &reconstruction_, &component_scale_}) {
     for (float v : *part) half.push_back(Fp32ToFp16(v));
   }
   out.Array(std::span<const uint16_t>(half));
@@ -732,17 +804,19 @@ DigestContext DigestContext::Read(ByteReader& in, const DigestGeometry& g) {
   cx.head_dim_ = d;
   cx.rank_ = rank;
   const size_t nd = static_cast<size_t>(n) * d;
-  const size_t sizes[4] = {nd, rank == 0 ? nd : 0, nd * rank, static_cast<size_t>(n) * rank};
-  const size_t count = sizes[0] + sizes[1] + sizes[2] + sizes[3];
+  const size_t sizes[5] = {nd, rank == 0 ? nd : 0, nd * rank, nd * rank,
+                           static_cast<size_t>(n) * rank};
+  const size_t count = sizes[0] + sizes[1] + sizes[2] + sizes[3] + sizes[4];
   const std::vector<uint16_t> half = in.Array<uint16_t>("digest context values", count);
   if (half.size() != count) {
     throw Error("digest context: " + std::to_string(half.size()) + " values, " +
                 std::to_string(count) + " expected");
   }
-  std::vector<float>* parts[4] = {&cx.offset_, &cx.scale_, &cx.basis_, &cx.component_scale_};
+  std::vector<float>* parts[5] = {&cx.offset_, &cx.scale_, &cx.basis_, &cx.reconstruction_,
+                                  &cx.component_scale_};
   size_t at = 0;
-  for (int p = 0; p < 4; ++p) {
-    const bool is_scale = p == 1 || p == 3;
+  for (int p = 0; p < 5; ++p) {
+    const bool is_scale = p == 1 || p == 4;
     for (size_t i = 0; i < sizes[p]; ++i, ++at) {
       const float v = Fp16ToFp32(half[at]);
       if (!std::isfinite(v) || (is_scale && !(v > 0))) {

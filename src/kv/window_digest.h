@@ -29,12 +29,17 @@
 //                than the rest (and of nearly constant sign), which on one per-head grid leave
 //                the others one or two levels; normalized, every channel gets the whole grid.
 //                estimate(q) = sum_c q_c (offset_c + scale_c * dequantized z_c).
-//   kMeanKeyPcaQ8/Q4  (ShadowKV-like low rank) the window's mean key projected on the top r
-//                principal directions u_i of the window means its DigestContext was fitted on,
-//                each coefficient divided by its standard deviation sigma_i there, on the same
+//   kMeanKeyPcaQ8/Q4  (low rank, ShadowKV-like but weighted by the queries) the window's mean
+//                key x = m - offset reduced to r coefficients z_i = a_i . x, chosen so that
+//                q . x ~ sum_i (q . b_i) z_i loses the least for the queries the DigestContext
+//                was fitted on: with Q = E[q q^T] and C the covariance of the window means, u_i
+//                the top eigenvectors of Q^1/2 C Q^1/2, a_i = Q^1/2 u_i and b_i = Q^-1/2 u_i.
+//                (Plain PCA of the keys, u_i of C alone, was measured first and ranked far worse:
+//                the window means vary most along RoPE's slow channels, with position, which
+//                queries barely read.) Each z_i is divided by its spread and put on the same
 //                per-head grid: r = d / 4 at 8 bits or r = d / 2 at 4 bits (both d / 4 bytes).
-//                estimate(q) = q . offset + sum_i (q . u_i) sigma_i dequantized z_i (r dot
-//                products of q per window and head: a cache would project q once per step).
+//                estimate(q) = q . offset + sum_i (q . b_i) z_i (r dot products of q per window
+//                and head: a cache would project q once per step).
 //   kQuestBoundQ4  Quest's min and max on a 4-bit grid: per KV head one fp16 step s (>= the
 //                head's largest |min_c|, |max_c| over 7), per channel a byte holding the signed
 //                codes floor(min_c / s) and ceil(max_c / s) in [-8, 7]. Rounded outward, so the
@@ -54,7 +59,7 @@
 //   kMeanKeyQ4C/Q3C/Q2C  as kMeanKeyQ4/Q3/Q2 (102, 78, 54 B), and once per layer the context's
 //                   n * d * 2 * 2 bytes (768 B: 1.5 B a window over 509 windows)
 //   kMeanKeyPcaQ8/Q4  n * (d / 4 + 2)                    54 B = 0.88 %, and once per layer the
-//                   context's n * (d + r d + r) * 2 bytes (6.6 KB for r 16, 12.9 KB for r 32)
+//                   context's n * (d + 2 r d + r) * 2 bytes (12.8 KB for r 16, 25 KB for r 32)
 //                                                      Gemma 3 270M (n 1, d 256, W 8: 8192 B)
 //   kQuestBound                                        1024 B = 12.5 %
 //   kSignSketch                                        272 B = 3.32 %
@@ -65,8 +70,8 @@
 //   kMeanKeyQ2                                          66 B = 0.81 %
 //   kQuestBoundQ4                                      258 B = 3.15 %
 //   kMeanKeyQ4C/Q3C/Q2C  130, 98, 66 B; context 1024 B a layer
-//   kMeanKeyPcaQ8/Q4                                    66 B = 0.81 %; context 33 KB (r 64) or
-//                                                      66 KB (r 128) a layer
+//   kMeanKeyPcaQ8/Q4                                    66 B = 0.81 %; context 66 KB (r 64) or
+//                                                      132 KB (r 128) a layer
 // None of these but the share of kQuestBound, kSignSketch and kMeanKey depends on W: a digest
 // built over a longer span (the keys of G consecutive windows as one "window" of G * W tokens)
 // costs 1 / G of these bytes per window, which is how bench/digest_recall.cc measures coarser
@@ -136,8 +141,8 @@ int64_t DigestBytes(DigestKind kind, const DigestGeometry& g);
 int64_t WindowFp16Bytes(const DigestGeometry& g);
 
 // The per-layer part of the context kinds: per KV head, the offset and either the per-channel
-// scales (rank 0) or the top `rank` principal directions and their spreads (rank r) that
-// normalize a window's mean key. Fitted once from a span of the layer's keys (the prompt's, at
+// scales (rank 0) or the `rank` query-weighted directions a_i, b_i and their spreads (rank r)
+// that normalize a window's mean key. Fitted once from a span of the layer's keys (the prompt's, at
 // the layer's first eviction) and kept for the layer's life, so that every digest of the layer
 // reads against the same one; it costs bytes() once per layer, not per window. Any kind of the
 // same n_kv_heads and head_dim can use it (W may differ: a digest over several windows).
@@ -147,29 +152,35 @@ class DigestContext {
   // From n_windows >= 1 consecutive window blocks of keys after RoPE, each [n_kv_heads][W][d]
   // (the layout BuildInto reads): offset_c is the mean of the windows' mean keys, scale_c their
   // standard deviation (at least 1e-3 of the head's largest, so a constant channel divides by
-  // something). With rank r > 0, instead of the scales: the r leading eigenvectors of the
-  // window means' covariance (Jacobi, in double) and the square roots of their eigenvalues
-  // (at least 1e-3 of the largest). All are held as fp16 values, so that a written context
-  // reads back equal.
-  static DigestContext Fit(const DigestGeometry& g, const float* keys, int n_windows, int rank = 0);
+  // something). With rank r > 0, instead of the scales: the directions a_i, b_i of the header
+  // comment (eigenvectors by Jacobi, in double; Q gets 1e-4 of its mean eigenvalue added, so
+  // that Q^-1/2 stays finite) and the spreads of z_i (at least 1e-3 of the largest); this needs
+  // the queries that read the layer, n_queries rows [n_heads][d] after RoPE (GQA: query head h
+  // reads KV head h / (n_heads / n_kv_heads)), and throws qevict::Error without them. All are
+  // held as fp16 values, so that a written context reads back equal.
+  static DigestContext Fit(const DigestGeometry& g, const float* keys, int n_windows, int rank = 0,
+                           const float* queries = nullptr, int n_queries = 0, int n_heads = 0);
 
   int n_kv_heads() const { return n_kv_heads_; }
   int head_dim() const { return head_dim_; }
   const float* offset(int kv_head) const { return offset_.data() + kv_head * head_dim_; }
   const float* scale(int kv_head) const { return scale_.data() + kv_head * head_dim_; }
   int rank() const { return rank_; }
-  // Rank r: direction i of kv_head at basis(kv_head) + i * head_dim, its spread at
-  // component_scale(kv_head)[i].
+  // Rank r: a_i of kv_head at basis(kv_head) + i * head_dim, b_i at reconstruction(kv_head) +
+  // i * head_dim, the spread of z_i at component_scale(kv_head)[i].
   const float* basis(int kv_head) const {
     return basis_.data() + static_cast<int64_t>(kv_head) * rank_ * head_dim_;
+  }
+  const float* reconstruction(int kv_head) const {
+    return reconstruction_.data() + static_cast<int64_t>(kv_head) * rank_ * head_dim_;
   }
   const float* component_scale(int kv_head) const {
     return component_scale_.data() + kv_head * rank_;
   }
-  // The bytes it costs (fp16 values): rank 0, n * d * 2 * 2; rank r, n * (d + r d + r) * 2.
+  // The bytes it costs (fp16 values): rank 0, n * d * 2 * 2; rank r, n * (d + 2 r d + r) * 2.
   int64_t bytes() const {
     return int64_t{2} * (static_cast<int64_t>(offset_.size()) + scale_.size() + basis_.size() +
-                         component_scale_.size());
+                         reconstruction_.size() + component_scale_.size());
   }
 
   void Write(ByteWriter& out) const;
@@ -179,7 +190,8 @@ class DigestContext {
   int n_kv_heads_ = 0, head_dim_ = 0, rank_ = 0;
   std::vector<float> offset_;           // [n_kv_heads][head_dim]
   std::vector<float> scale_;            // rank 0: [n_kv_heads][head_dim]; else empty
-  std::vector<float> basis_;            // [n_kv_heads][rank][head_dim]
+  std::vector<float> basis_;            // a_i: [n_kv_heads][rank][head_dim]
+  std::vector<float> reconstruction_;   // b_i: [n_kv_heads][rank][head_dim]
   std::vector<float> component_scale_;  // [n_kv_heads][rank]
 };
 

@@ -44,8 +44,9 @@ std::shared_ptr<const DigestContext> ContextFor(DigestKind kind, const DigestGeo
                                                 std::mt19937& rng) {
   const auto keys =
       Normal(rng, static_cast<size_t>(32) * g.n_kv_heads * g.window_tokens * g.head_dim, 1.f);
-  return std::make_shared<const DigestContext>(
-      DigestContext::Fit(g, keys.data(), 32, DigestContextRank(kind, g)));
+  const auto queries = Normal(rng, static_cast<size_t>(16) * g.n_kv_heads * g.head_dim, 1.f);
+  return std::make_shared<const DigestContext>(DigestContext::Fit(
+      g, keys.data(), 32, DigestContextRank(kind, g), queries.data(), 16, g.n_kv_heads));
 }
 
 TEST(WindowDigest, BytesPerWindowAndShares) {
@@ -198,8 +199,8 @@ TEST(WindowDigest, TheWindowHoldingTheMaximumKeyRanksFirst) {
       float* k =
           keys.data() + planted * block + (kv_head * g.window_tokens + planted_token) * g.head_dim;
       for (int c = 0; c < g.head_dim; ++c) k[c] = static_cast<float>(8.0 * qh[c] / q_norm);
-      const auto ctx = std::make_shared<const DigestContext>(
-          DigestContext::Fit(g, keys.data(), n_windows, DigestContextRank(kind, g)));
+      const auto ctx = std::make_shared<const DigestContext>(DigestContext::Fit(
+          g, keys.data(), n_windows, DigestContextRank(kind, g), q.data(), 1, n_heads));
       std::vector<WindowDigest> digests;
       for (int w = 0; w < n_windows; ++w) {
         digests.push_back(WindowDigest::Build(kind, g, keys.data() + w * block, ctx));
@@ -316,8 +317,10 @@ TEST(WindowDigest, ContextKindsNeedTheirLayersContext) {
   }
   EXPECT_FALSE(DigestNeedsContext(DigestKind::kMeanKeyQ4));
   // The low-rank kinds read a context of their rank only (and its bytes are n (d + r d + r) 2).
-  const auto pca = std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), 4, 16));
-  EXPECT_EQ(pca->bytes(), 3 * (64 + 16 * 64 + 16) * 2);
+  const auto fit_queries = Normal(rng, 8 * 6 * 64, 1.f);  // 8 queries x 6 heads (GQA 2)
+  const auto pca = std::make_shared<const DigestContext>(
+      DigestContext::Fit(g, keys.data(), 4, 16, fit_queries.data(), 8, 6));
+  EXPECT_EQ(pca->bytes(), 3 * (64 + 2 * 16 * 64 + 16) * 2);
   EXPECT_TRUE(DigestNeedsContext(DigestKind::kMeanKeyPcaQ8));
   EXPECT_THROW(WindowDigest::Build(DigestKind::kMeanKeyPcaQ8, g, keys.data(), ctx), Error);
   EXPECT_THROW(WindowDigest::Build(DigestKind::kMeanKeyPcaQ4, g, keys.data(), pca), Error);
@@ -333,6 +336,8 @@ TEST(WindowDigest, ContextKindsNeedTheirLayersContext) {
     EXPECT_EQ(pca_back.bytes(), pca->bytes());
     for (int h = 0; h < 3; ++h) {
       EXPECT_TRUE(std::equal(pca->basis(h), pca->basis(h) + 16 * 64, pca_back.basis(h)));
+      EXPECT_TRUE(std::equal(pca->reconstruction(h), pca->reconstruction(h) + 16 * 64,
+                             pca_back.reconstruction(h)));
       EXPECT_TRUE(std::equal(pca->component_scale(h), pca->component_scale(h) + 16,
                              pca_back.component_scale(h)));
     }
@@ -358,45 +363,68 @@ TEST(WindowDigest, ContextKindsNeedTheirLayersContext) {
   EXPECT_THROW(DigestContext::Read(zero_in, g), Error);
 }
 
-TEST(WindowDigest, LowRankKindsRecoverKeysOfALowRankLayer) {
-  // Window means that vary in an 8-dimensional subspace of d = 64 (plus a little noise), as a
-  // layer whose keys are low rank: the rank-16 context holds that subspace, so mean-key-pca-q8
-  // estimates q . mean within a few percent, and closer than mean-key-q2c at the same bytes.
+// Queries that never read channels [0, 16) (RoPE'd queries leave some channels nearly unread).
+std::vector<float> QueriesSkippingLowChannels(std::mt19937& rng, int n) {
+  auto q = Normal(rng, static_cast<size_t>(n) * 64, 1.f);
+  for (int i = 0; i < n; ++i) std::fill(q.begin() + i * 64, q.begin() + i * 64 + 16, 0.f);
+  return q;
+}
+
+TEST(WindowDigest, LowRankKindsKeepWhatTheQueriesRead) {
+  // Window means that vary in an 8-dimensional subspace of channels [16, 64) (plus a little
+  // noise), and far more, per window, along channels [0, 16) that no query reads. Fitted on
+  // the queries, the rank-16 context holds the subspace that matters: mean-key-pca-q8
+  // estimates q . mean within a few percent, closer than mean-key-q2c at the same bytes, and
+  // far closer than the same rank fitted as if every channel were read (plain PCA, which
+  // spends its rank on channels [0, 16)).
   const DigestGeometry g{1, 64, 8};
   std::mt19937 rng(17);
   const int n_windows = 150, block = 8 * 64;
-  const auto mix = Normal(rng, 8 * 64, 1.f);  // 8 directions
+  auto mix = Normal(rng, 8 * 64, 1.f);  // 8 directions in channels [16, 64)
+  for (int j = 0; j < 8; ++j) std::fill(mix.begin() + j * 64, mix.begin() + j * 64 + 16, 0.f);
   std::vector<float> keys(static_cast<size_t>(n_windows) * block);
   for (int w = 0; w < n_windows; ++w) {
     const auto latent = Normal(rng, 8, 1.f);
+    const auto unread = Normal(rng, 16, 10.f);
     const auto noise = Normal(rng, block, 0.02f);
     for (int t = 0; t < 8; ++t) {
       for (int c = 0; c < 64; ++c) {
-        float v = (c == 3 ? 5.f : 0.f) + noise[t * 64 + c];
+        float v = (c == 20 ? 5.f : 0.f) + (c < 16 ? unread[c] : 0.f) + noise[t * 64 + c];
         for (int j = 0; j < 8; ++j) v += latent[j] * mix[j * 64 + c];
         keys[static_cast<size_t>(w) * block + t * 64 + c] = v;
       }
     }
   }
+  const int rank = DigestContextRank(DigestKind::kMeanKeyPcaQ8, g);
+  const auto fit_queries = QueriesSkippingLowChannels(rng, 64);
   const auto pca = std::make_shared<const DigestContext>(
-      DigestContext::Fit(g, keys.data(), 100, DigestContextRank(DigestKind::kMeanKeyPcaQ8, g)));
+      DigestContext::Fit(g, keys.data(), 100, rank, fit_queries.data(), 64, 1));
+  const auto every_channel = Normal(rng, 64 * 64, 1.f);
+  const auto plain = std::make_shared<const DigestContext>(
+      DigestContext::Fit(g, keys.data(), 100, rank, every_channel.data(), 64, 1));
   const auto per_channel =
       std::make_shared<const DigestContext>(DigestContext::Fit(g, keys.data(), 100));
-  double err_pca = 0, err_q2c = 0, norm = 0;
+  EXPECT_EQ(pca->bytes(), (64 + 2 * 16 * 64 + 16) * 2);
+  double err_pca = 0, err_plain = 0, err_q2c = 0, norm = 0;
+  auto sq = [](double x) { return x * x; };
   for (int w = 0; w < n_windows; ++w) {
     const float* wk = keys.data() + static_cast<size_t>(w) * block;
-    const auto q = Normal(rng, 64, 1.f);
+    const auto q = QueriesSkippingLowChannels(rng, 1);
     const double exact = WindowDigest::Build(DigestKind::kMeanKey, g, wk).Estimate(0, q.data());
-    const double e_pca =
-        WindowDigest::Build(DigestKind::kMeanKeyPcaQ8, g, wk, pca).Estimate(0, q.data());
-    const double e_q2c =
-        WindowDigest::Build(DigestKind::kMeanKeyQ2C, g, wk, per_channel).Estimate(0, q.data());
     norm += exact * exact;
-    err_pca += (e_pca - exact) * (e_pca - exact);
-    err_q2c += (e_q2c - exact) * (e_q2c - exact);
+    err_pca += sq(WindowDigest::Build(DigestKind::kMeanKeyPcaQ8, g, wk, pca).Estimate(0, q.data()) -
+                  exact);
+    err_plain += sq(
+        WindowDigest::Build(DigestKind::kMeanKeyPcaQ8, g, wk, plain).Estimate(0, q.data()) - exact);
+    err_q2c +=
+        sq(WindowDigest::Build(DigestKind::kMeanKeyQ2C, g, wk, per_channel).Estimate(0, q.data()) -
+           exact);
   }
   EXPECT_LT(std::sqrt(err_pca / norm), 0.05);
   EXPECT_LT(err_pca, err_q2c);
+  EXPECT_LT(4 * err_pca, err_plain);
+  // A rank-r context is fitted on queries: none is an error, not a context of the wrong kind.
+  EXPECT_THROW(DigestContext::Fit(g, keys.data(), 100, rank), Error);
 }
 
 TEST(WindowDigest, KindsParseByName) {
