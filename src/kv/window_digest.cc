@@ -445,6 +445,41 @@ void WindowDigest::BuildIntoFromFp16(DigestKind kind, const DigestGeometry& g, c
   BuildDigest(kind, g, keys, out, ctx);
 }
 
+namespace {
+
+// The G window blocks [n][W][d] gathered into one block [n][G W][d], then digested as one window.
+template <class Key>
+void BuildFromWindows(DigestKind kind, const DigestGeometry& g, std::span<const Key* const> windows,
+                      uint8_t* out, const DigestContext* ctx) {
+  CheckGeometry(g);
+  QEVICT_CHECK(!windows.empty());
+  const int n = g.n_kv_heads, d = g.head_dim, w = g.window_tokens;
+  const int group = static_cast<int>(windows.size());
+  std::vector<Key> keys(static_cast<size_t>(n) * group * w * d);
+  for (int i = 0; i < group; ++i) {
+    for (int h = 0; h < n; ++h) {
+      const Key* src = windows[i] + static_cast<int64_t>(h) * w * d;
+      std::copy(src, src + static_cast<int64_t>(w) * d,
+                keys.data() + (static_cast<int64_t>(h) * group + i) * w * d);
+    }
+  }
+  BuildDigest(kind, DigestGeometry{n, d, group * w}, keys.data(), out, ctx);
+}
+
+}  // namespace
+
+void WindowDigest::BuildIntoFromWindows(DigestKind kind, const DigestGeometry& g,
+                                        std::span<const float* const> windows, uint8_t* out,
+                                        const DigestContext* ctx) {
+  BuildFromWindows(kind, g, windows, out, ctx);
+}
+
+void WindowDigest::BuildIntoFromFp16Windows(DigestKind kind, const DigestGeometry& g,
+                                            std::span<const uint16_t* const> windows, uint8_t* out,
+                                            const DigestContext* ctx) {
+  BuildFromWindows(kind, g, windows, out, ctx);
+}
+
 WindowDigest WindowDigest::Build(DigestKind kind, const DigestGeometry& g, const float* keys,
                                  std::shared_ptr<const DigestContext> ctx) {
   WindowDigest dg = Empty(kind, g);

@@ -227,6 +227,17 @@ class WindowDigest {
                                 uint8_t* out, const DigestContext* ctx = nullptr);
   static float EstimateBytes(DigestKind kind, const DigestGeometry& g, const uint8_t* bytes,
                              int kv_head, const float* q, const DigestContext* ctx = nullptr);
+  // One digest over G = windows.size() consecutive windows, each given as its own key block
+  // [n_kv_heads][W][head_dim] of geometry g (as the cold store holds them): the digest Build
+  // makes of their keys as one window of G * W tokens, DigestBytes(kind, g) bytes (a coarser
+  // granularity: 1 / G of them per window). Read it with EstimateBytes and the geometry
+  // {n_kv_heads, head_dim, G * W}.
+  static void BuildIntoFromWindows(DigestKind kind, const DigestGeometry& g,
+                                   std::span<const float* const> windows, uint8_t* out,
+                                   const DigestContext* ctx = nullptr);
+  static void BuildIntoFromFp16Windows(DigestKind kind, const DigestGeometry& g,
+                                       std::span<const uint16_t* const> windows, uint8_t* out,
+                                       const DigestContext* ctx = nullptr);
   // Written / read as the kind, the geometry and the bytes (not the context: a layer's is
   // written once, DigestContext::Write); Read checks the sizes (a digest of another geometry or
   // a cut record throws qevict::Error through the reader) and, for a context kind, takes the

@@ -432,6 +432,39 @@ TEST(WindowDigest, LowRankKindsKeepWhatTheQueriesRead) {
   EXPECT_THROW(DigestContext::Fit(g, keys.data(), 100, rank), Error);
 }
 
+TEST(WindowDigest, ADigestOverWindowsIsTheDigestOfTheirKeysAsOneWindow) {
+  // Two window blocks [n][W][d] as the cold store holds them: the digest over both equals the
+  // one Build makes of their keys gathered into one block [n][2W][d], for every kind, from fp32
+  // and from fp16 keys.
+  const DigestGeometry g{3, 64, 8}, pair{3, 64, 16};
+  std::mt19937 rng(19);
+  const auto a = Normal(rng, 3 * 8 * 64, 1.f), b = Normal(rng, 3 * 8 * 64, 1.f);
+  std::vector<float> both(3 * 16 * 64);
+  for (int h = 0; h < 3; ++h) {
+    std::copy(a.begin() + h * 8 * 64, a.begin() + (h + 1) * 8 * 64, both.begin() + h * 16 * 64);
+    std::copy(b.begin() + h * 8 * 64, b.begin() + (h + 1) * 8 * 64,
+              both.begin() + h * 16 * 64 + 8 * 64);
+  }
+  std::vector<uint16_t> a16(a.size()), b16(b.size()), both16(both.size());
+  for (size_t i = 0; i < a.size(); ++i) a16[i] = Fp32ToFp16(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) b16[i] = Fp32ToFp16(b[i]);
+  for (size_t i = 0; i < both.size(); ++i) both16[i] = Fp32ToFp16(both[i]);
+  const float* windows[] = {a.data(), b.data()};
+  const uint16_t* windows16[] = {a16.data(), b16.data()};
+  for (DigestKind kind : kKinds) {
+    const auto ctx = ContextFor(kind, g, rng);
+    const auto whole = WindowDigest::Build(kind, pair, both.data(), ctx);
+    std::vector<uint8_t> raw(static_cast<size_t>(DigestBytes(kind, pair)), 0x5A);
+    WindowDigest::BuildIntoFromWindows(kind, g, windows, raw.data(), ctx.get());
+    EXPECT_TRUE(std::equal(raw.begin(), raw.end(), whole.bytes().begin(), whole.bytes().end()))
+        << DigestKindName(kind);
+    const auto whole16 = WindowDigest::BuildFromFp16(kind, pair, both16.data(), ctx);
+    WindowDigest::BuildIntoFromFp16Windows(kind, g, windows16, raw.data(), ctx.get());
+    EXPECT_TRUE(std::equal(raw.begin(), raw.end(), whole16.bytes().begin(), whole16.bytes().end()))
+        << DigestKindName(kind);
+  }
+}
+
 TEST(WindowDigest, KindsParseByName) {
   for (DigestKind kind : kKinds) EXPECT_EQ(ParseDigestKind(DigestKindName(kind)), kind);
   EXPECT_EQ(ParseDigestKind("mean-key-q4"), DigestKind::kMeanKeyQ4);
