@@ -95,10 +95,22 @@ int64_t ByteLedger::MetaBytes() const {
          observation_.bytes() + ColdRamBytes();
 }
 
+int64_t ByteLedger::DigestContextCost() const {
+  if (table_.digest_bytes() == 0 || !DigestNeedsContext(config_.cold_digest)) return 0;
+  const int64_t n = geo_.n_kv_heads, d = geo_.head_dim;
+  const int64_t r = DigestContextRank(config_.cold_digest,
+                                      DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window});
+  return r == 0 ? n * d * 2 * 2 : n * (d + 2 * r * d + r) * 2;  // DigestContext::bytes()
+}
+
 int64_t ByteLedger::ColdRamBytes() const {
   if (store_.disk() == nullptr) return 0;
+  int64_t contexts = 0;
+  for (const LayerWindows& l : table_.layers()) {
+    if (l.has_digest_context) contexts += l.digest_context.bytes();
+  }
   return table_.ColdRecords() * (static_cast<int64_t>(sizeof(ColdRecord)) + table_.digest_bytes()) +
-         store_.disk()->live_slots() * kColdSlotBytes;
+         store_.disk()->live_slots() * kColdSlotBytes + contexts;
 }
 
 int64_t ByteLedger::ResidentBytes() const {
@@ -118,7 +130,8 @@ int64_t ByteLedger::FloorBytes(const LayerWindows& l) const {
   // cost is paid first, so a plan's tiers cost what they cost without one.
   return (l.sink_block != BlockPool::kNoBlock ? sink_block_bytes_ : 0) +
          recent_windows * fp_window_cost() +
-         (band + static_cast<int64_t>(l.cold.size())) * cold_window_cost();
+         (band + static_cast<int64_t>(l.cold.size())) * cold_window_cost() +
+         DigestContextCost();
 }
 
 int64_t ByteLedger::FloorsOfAllLayers() const {
@@ -150,7 +163,7 @@ int64_t ByteLedger::WorstFloorBytes(int64_t from_tokens, int64_t to_tokens) cons
     const bool grows = n >= sinks && (n - sinks) % window == 0;
     const int64_t per_layer = (sinks > 0 ? sink_block_bytes_ : 0) +
                               (windows - band + (grows ? 1 : 0)) * fp_window_cost() +
-                              band * cold_window_cost();
+                              band * cold_window_cost() + DigestContextCost();
     worst = std::max(worst, per_layer * geo_.n_layers + (n + 1) * kPositionBytes);
   }
   return worst;

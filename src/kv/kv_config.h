@@ -83,7 +83,7 @@ struct KvConfig {
   std::string cold_store_dir;
   // Cold tier (a policy that keeps_cold(): qevict-recall): the digest of each cold window, and
   // the most bytes the cold file may hold on disk (-1: no limit but the disk's).
-  DigestKind cold_digest = DigestKind::kMeanKey;
+  DigestKind cold_digest = DigestKind::kMeanKeyQ4C;
   int64_t cold_disk_limit = -1;
   int recall_candidates = 32;  // cold windows per layer read back and scored exactly per prompt
 

@@ -19,6 +19,15 @@ namespace qevict {
 namespace {
 
 // Binds a KvConfig field of a plain type (int, int64_t, double, std::string).
+// The digest kinds, the cold tier's default (kv_config.h) first.
+std::vector<std::string_view> DigestChoices() {
+  std::vector<std::string_view> names = {DigestKindName(KvConfig().cold_digest)};
+  for (DigestKind kind : kAllDigestKinds) {
+    if (names.front() != DigestKindName(kind)) names.push_back(DigestKindName(kind));
+  }
+  return names;
+}
+
 template <auto Field>
 KvValue GetField(const KvConfig& c) {
   using T = std::remove_cvref_t<decltype(c.*Field)>;
@@ -255,7 +264,7 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .origin = "*choice* (Quest's bounds, InfLLM's representative key; chosen by the measured "
                  "recall)",
        .our_choice = true,
-       .choices = {"mean-key", "quest-minmax", "sign-sketch"},
+       .choices = DigestChoices(),
        .eval_variant = true,
        .get = [](const KvConfig& c) { return KvValue(std::string(DigestKindName(c.cold_digest))); },
        .set =

@@ -83,6 +83,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   // estimated largest logit stands, at best.
   const int64_t n_cold = static_cast<int64_t>(l.cold.size());
   const DigestGeometry dg{n_kv, hd, window};
+  const DigestContext* context = l.has_digest_context ? &l.digest_context : nullptr;
   thread_local std::vector<std::pair<float, int64_t>> ranked;
   ranked.clear();
   for (int64_t k = 0; k < n_cold; ++k) {
@@ -94,7 +95,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
       const float* q = obs.query(layer, s);
       for (int h = 0; h < n_heads; ++h) {
         const float e = WindowDigest::EstimateBytes(kind_, dg, digest, h / group,
-                                                    q + static_cast<int64_t>(h) * hd) *
+                                                    q + static_cast<int64_t>(h) * hd, context) *
                         scale;
         best = std::max(best, e - row_max[s * n_heads + h]);
       }

@@ -201,6 +201,7 @@ class TieredCache : public KvCache, private ResidentReader {
   // Cold tier: a band window leaves RAM for the disk store (its exact fp16 block written once,
   // its digest kept); a cold window comes back into fp16 (tiered_routing.cc).
   void ToCold(LayerWindows& l, WindowRecord& w, std::vector<uint8_t>& bytes);
+  void FitDigestContext(LayerWindows& l, const WindowRecord& first, const uint8_t* fp);
   void RecallLayer(LayerWindows& l, std::span<const int32_t> indices, std::vector<uint8_t>& bytes);
   bool cold_tier() const { return store_.disk() != nullptr; }
   void Promote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);

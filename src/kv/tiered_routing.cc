@@ -221,16 +221,41 @@ void TieredCache::ToCold(LayerWindows& l, WindowRecord& w, std::vector<uint8_t>&
     store_.ReadDisk(w.cold_slot, bytes.data());
     fp = bytes.data();
   }
+  const DigestGeometry dg{geo_.n_kv_heads, geo_.head_dim, config_.window};
+  if (DigestNeedsContext(config_.cold_digest) && !l.has_digest_context) FitDigestContext(l, w, fp);
   thread_local std::vector<uint8_t> digest;
   digest.resize(table_.digest_bytes());
-  WindowDigest::BuildIntoFromFp16(config_.cold_digest,
-                                  DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window},
-                                  reinterpret_cast<const uint16_t*>(fp), digest.data());
+  WindowDigest::BuildIntoFromFp16(config_.cold_digest, dg, reinterpret_cast<const uint16_t*>(fp),
+                                  digest.data(),
+                                  l.has_digest_context ? &l.digest_context : nullptr);
   store_.Free(WindowStore::KindOf(w.tier), w.block);
   table_.AddCold(l, ColdRecord{w.index, w.cold_slot}, digest.data());
   w.cold_slot = -1;
   w.block = BlockPool::kNoBlock;
   w.tier = Tier::kEvicted;  // its record goes (EraseEvicted); the window lives on in l.cold
+}
+
+// A layer's digest context (per-channel offsets and scales of its mean keys), fitted once, at
+// its first window that goes cold, from that window and the layer's fp16 band windows.
+void TieredCache::FitDigestContext(LayerWindows& l, const WindowRecord& first, const uint8_t* fp) {
+  const int64_t elems = int64_t{geo_.n_kv_heads} * config_.window * geo_.head_dim;
+  std::vector<float> keys;
+  auto add = [&](const uint8_t* block) {
+    const size_t at = keys.size();
+    keys.resize(at + static_cast<size_t>(elems));
+    Fp16ToFp32Row(reinterpret_cast<const uint16_t*>(block), keys.data() + at, elems);
+  };
+  add(fp);
+  const size_t band = table_.BandSize(l);
+  for (size_t j = 0; j < band; ++j) {
+    const WindowRecord& w = l.windows[j];
+    if (&w == &first || w.tier != Tier::kFp16) continue;
+    add(store_.SharedData(WindowStore::Kind::kFp16, w.block));
+  }
+  const DigestGeometry dg{geo_.n_kv_heads, geo_.head_dim, config_.window};
+  l.digest_context = DigestContext::Fit(dg, keys.data(), static_cast<int>(keys.size() / elems),
+                                        DigestContextRank(config_.cold_digest, dg));
+  l.has_digest_context = true;
 }
 
 // Cold windows (by index) back into fp16, read in one batch; each keeps its disk copy, so a

@@ -54,6 +54,8 @@ void TieredCache::SaveState(ByteWriter& out) const {
         out.Raw(store_.cold()->data(w.cold_slot), ledger_.fp_block_bytes());
       }
     }
+    out.Pod<uint8_t>(l.has_digest_context ? 1 : 0);
+    if (l.has_digest_context) l.digest_context.Write(out);
     out.Pod<uint64_t>(l.cold.size());
     for (const ColdRecord& c : l.cold) {
       out.Pod<int32_t>(c.index);
@@ -155,9 +157,20 @@ void TieredCache::LoadState(ByteReader& in) {
     }
     // The cold tier: each window's exact block back to this cache's disk store, its digest
     // rebuilt from the block (a file cannot hand the cache a digest that ranks it wrongly).
+    if (in.Bool("digest context")) {
+      if (!cold_tier() || !DigestNeedsContext(config_.cold_digest)) {
+        in.Fail("a digest context for a cache whose digests take none");
+      }
+      l.digest_context = DigestContext::Read(
+          in, DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window});
+      l.has_digest_context = true;
+    }
     const uint64_t n_cold = in.Pod<uint64_t>("cold window count");
     if (n_cold > 0 && !cold_tier()) in.Fail("cold windows for a policy without a cold tier");
     if (n_cold > static_cast<uint64_t>(total) - n) in.Fail("more windows than its tokens make");
+    if (n_cold > 0 && DigestNeedsContext(config_.cold_digest) && !l.has_digest_context) {
+      in.Fail("cold windows without their layer's digest context");
+    }
     std::vector<uint8_t> digest(static_cast<size_t>(table_.digest_bytes()));
     int64_t previous_cold = -1;
     for (uint64_t j = 0; j < n_cold; ++j) {
@@ -172,7 +185,8 @@ void TieredCache::LoadState(ByteReader& in) {
       WindowDigest::BuildIntoFromFp16(config_.cold_digest,
                                       DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window},
                                       reinterpret_cast<const uint16_t*>(block.data()),
-                                      digest.data());
+                                      digest.data(),
+                                      l.has_digest_context ? &l.digest_context : nullptr);
       table_.AddCold(l, ColdRecord{index, store_.WriteDisk(block.data())}, digest.data());
     }
     if (l.evicted != total - static_cast<int64_t>(n + n_cold)) in.Fail("evicted windows miscounted");

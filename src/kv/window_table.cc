@@ -27,6 +27,8 @@ void WindowTable::Reset() {
     l.windows.clear();
     l.cold.clear();
     l.digests.clear();
+    l.digest_context = DigestContext();
+    l.has_digest_context = false;
     l.evicted = 0;
   }
 }

@@ -19,6 +19,7 @@
 #include "kv/block_pool.h"
 #include "kv/kv_config.h"
 #include "kv/routing.h"
+#include "kv/window_digest.h"
 
 namespace qevict {
 
@@ -67,6 +68,10 @@ struct LayerWindows {
   std::vector<WindowRecord> windows;  // resident windows, oldest first
   std::vector<ColdRecord> cold;       // cold windows, oldest first
   std::vector<uint8_t> digests;       // their digests, in the same order
+  // Context digests (DigestNeedsContext): the layer's context, fitted once at its first window
+  // that goes cold, from the fp16 band windows resident then (charged once per layer).
+  DigestContext digest_context;
+  bool has_digest_context = false;
   int64_t evicted = 0;                // dropped for good
 };
 
