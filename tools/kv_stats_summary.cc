@@ -27,6 +27,24 @@ std::string SummaryPercent(int64_t part, int64_t whole) {
 // budget is below it.
 int64_t Limit(const KvStats& s) { return std::max(s.budget_bytes, s.floor_bytes); }
 
+// What the budget is of (--kv-budget-scope) and, with sliding-window layers, its global layers'
+// part beside the rings: the part the policy's cache is held to, and what those layers hold.
+std::string BudgetScopeLine(const KvStats& s) {
+  if (s.sliding_layers == 0) return s.budget_scope_global ? " (scope global)" : "";
+  const int64_t global_resident = s.resident_bytes() - s.sliding_bytes;
+  const std::string global_part = "global layers " + SummaryMiB(s.global_budget_bytes);
+  const std::string rings = "the " + std::to_string(s.sliding_layers) +
+                            " sliding-window layers' rings " + SummaryMiB(s.sliding_bytes);
+  std::string out =
+      s.budget_scope_global
+          ? "\n  budget scope global: the fraction is of the global layers' fp16 cache, " +
+                global_part + ", and " + rings + " are paid on top"
+          : "\n  budget scope all: the fraction is of the whole cache, " + rings +
+                " included; " + global_part + " are what they leave";
+  return out + "\n  global layers resident " + SummaryMiB(global_resident) + " of their " +
+         SummaryMiB(s.global_budget_bytes) + ", rings " + SummaryMiB(s.sliding_bytes);
+}
+
 }  // namespace
 
 KvStatsContext MakeKvStatsContext(const KvFlags& flags, int n_layers) {
@@ -48,6 +66,7 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
   if (budget) {
     out += ", budget " + SummaryMiB(s.budget_bytes);
     if (s.floor_bytes >= 0) out += ", floor " + SummaryMiB(s.floor_bytes);
+    out += BudgetScopeLine(s);
   } else {
     out += ", no budget";
   }
