@@ -82,7 +82,7 @@ struct KvStats {
   // budget_bytes is it plus the rings). Without sliding layers it equals budget_bytes.
   int64_t global_budget_bytes = -1;
   bool budget_scope_global = false;
-  int64_t full_fp16_bytes = 0;  // what an fp16 cache of tokens_seen tokens would hold
+  int64_t full_fp16_bytes = 0;  // what `full` would hold for tokens_seen tokens (rings included)
   int64_t fp16_windows = 0, quant_windows = 0, evicted_windows = 0;
   int64_t promotions = 0, demotions = 0, evictions = 0;
   int64_t routing_steps = 0;

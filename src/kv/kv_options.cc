@@ -69,14 +69,14 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .set = &SetField<&KvConfig::budget_bytes>},
       {.key = "budget_scope",
        .type = T::kChoice,
-       .help = "what --kv-budget and --kv-budget-bytes are of on a model with sliding-window "
-               "layers: all (the whole cache, rings included) or global (the global layers' "
-               "fp16 cache, the rings paid on top)",
-       .doc = "what `--kv-budget` / `--kv-budget-bytes` are of on a model with sliding-window "
-              "layers (Gemma 3): `all`, the whole cache, the layers' fixed rings included; "
-              "`global`, the global layers' fp16 cache (what grows with the context), the "
-              "rings paid on top and reported beside it (\"Budget\"). The same on a model "
-              "without sliding layers",
+       .help = "what a budget (--kv-budget, --kv-budget-bytes, eval --budgets) is of on a model "
+               "with sliding-window layers: all (the whole cache, rings included) or global (the "
+               "global layers' fp16 cache, the rings paid on top)",
+       .doc = "what a budget (`--kv-budget`, `--kv-budget-bytes`, `eval --budgets`) is of on a "
+              "model with sliding-window layers (Gemma 3): `all`, the whole cache, the layers' "
+              "fixed rings included; `global`, the global layers' fp16 cache (what grows with "
+              "the context), the rings paid on top and reported beside it (\"Budget\"). The "
+              "same on a model without sliding layers",
        .origin = "ours (`global`: issue 38's Gemma cells)",
        .choices = {"all", "global"},
        .eval_variant = true,
