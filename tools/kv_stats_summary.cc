@@ -44,8 +44,7 @@ std::string BudgetScopeLines(const KvStatsContext& c, const KvStats& s) {
                 SummaryMiB(s.budget_bytes - s.global_budget_bytes) + " for " + rings +
                 ", paid on top"
           : "\n  budget scope all: the fraction is of the whole cache, " + rings +
-                " included; they leave " + global_layers + " " +
-                SummaryMiB(s.global_budget_bytes);
+                " included; they leave " + global_layers + " " + SummaryMiB(s.global_budget_bytes);
   return out + "\n  global layers resident " + SummaryMiB(s.resident_bytes() - s.sliding_bytes) +
          " (their budget " + SummaryMiB(s.global_budget_bytes) + "), rings " +
          SummaryMiB(s.sliding_bytes);

@@ -274,8 +274,7 @@ json Comparisons(const Rows& rows) {
         std::set<int64_t> lengths;
         for (const Row* r : group) {
           if (r->f.prefill_mode == "full" ||
-              (r->f.prefill_mode == mode && r->f.budget == budget &&
-               r->f.budget_scope == scope)) {
+              (r->f.prefill_mode == mode && r->f.budget == budget && r->f.budget_scope == scope)) {
             members.push_back(r);
             if (r->f.length) lengths.insert(*r->f.length);
           }

@@ -228,8 +228,7 @@ TEST(EvalSummaryTest, BudgetScopesAreKeptApart) {
   EXPECT_EQ(s["comparisons"][1]["n"], 12);
   const std::string md = MarkdownTable(s);
   EXPECT_NE(md.find("| policy | 0.10 | 0.10 global |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| qevict (n=12) | 0.67 [0.39, 0.86] | 0.00 [0.00, 0.24] |"),
-            std::string::npos)
+  EXPECT_NE(md.find("| qevict (n=12) | 0.67 [0.39, 0.86] | 0.00 [0.00, 0.24] |"), std::string::npos)
       << md;
 }
 

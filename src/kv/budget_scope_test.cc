@@ -141,8 +141,8 @@ TEST(BudgetScope, FivePercentOfTheGlobalLayersIsFeasibleAtEightKOnGemma) {
   testing::RunPromptAndGenerate(*cache, model, static_cast<int>(prompt), 512,
                                 static_cast<int>(generate), pool, [&](int32_t, BatchKind kind) {
                                   if (kind != BatchKind::kPromptChunk) {
-                                    routed_peak = std::max(routed_peak,
-                                                           cache->Stats().resident_bytes());
+                                    routed_peak =
+                                        std::max(routed_peak, cache->Stats().resident_bytes());
                                   }
                                 });
   s = cache->Stats();

@@ -35,8 +35,7 @@ std::optional<int64_t> KvConfig::BudgetBytes(int64_t run_tokens,
   }
   if (budget_bytes > 0) return budget_bytes;
   if (budget >= 1.0) return std::nullopt;
-  return static_cast<int64_t>(
-      std::floor(budget * static_cast<double>(geometry.full_bytes(run))));
+  return static_cast<int64_t>(std::floor(budget * static_cast<double>(geometry.full_bytes(run))));
 }
 
 std::optional<int64_t> KvConfig::GlobalBudgetBytes(int64_t run_tokens,

@@ -176,8 +176,8 @@ TEST(KvReservationTest, GlobalScopeReservesTheRingsOnTopOfTheGlobalBudget) {
   global.budget_scope = BudgetScope::kGlobal;
   const KvConfig layout = PolicyLayout(global);
   const int64_t reserved = KvReservationBytes(global, geo, prompt, generate);
-  EXPECT_EQ(reserved, TieredCache::WorstReservedBytes(layout, geo, *MakePolicy(layout), prompt,
-                                                      run, global.GlobalBudgetBytes(run, geo)) +
+  EXPECT_EQ(reserved, TieredCache::WorstReservedBytes(layout, geo, *MakePolicy(layout), prompt, run,
+                                                      global.GlobalBudgetBytes(run, geo)) +
                           rings);
   EXPECT_GT(reserved, KvReservationBytes(all, geo, prompt, generate));
 
