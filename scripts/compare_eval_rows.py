@@ -33,6 +33,10 @@ def load(path):
 def stable(row):
     out = {k: v for k, v in row.items() if k not in VOLATILE}
     out["kv"] = {k: v for k, v in out.get("kv", {}).items() if k not in KV_VOLATILE}
+    # Rows written before --kv-budget-scope existed have no scope: the default, "all".
+    for fields in (out, out["kv"]):
+        if fields.get("budget_scope") == "all":
+            del fields["budget_scope"]
     return out
 
 

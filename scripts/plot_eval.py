@@ -120,6 +120,15 @@ class Report:
     """The cells and paired comparisons `qevict report` computed, indexed for lookups."""
 
     def __init__(self, cells, comparisons, rows, replaced):
+        # Budgets of the global layers (--kv-budget-scope global, docs/evaluation.md "Budget"):
+        # the axis says so when every compressed cell has them; in a run that mixes the scopes
+        # their cells are drawn as policies of their own, "NAME (global)".
+        scopes = {c.get("budget_scope", "all") for c in cells if c["prefill_mode"] != "full"}
+        self.budget_label = ("KV budget (fraction of the global layers' fp16 cache, rings on top)"
+                             if scopes == {"global"} else "KV budget (fraction of the fp16 cache)")
+        if len(scopes) > 1:
+            cells = [dict(c, policy=c["policy"] + " (global)")
+                     if c.get("budget_scope") == "global" else c for c in cells]
         self.cells = cells
         self.comparisons = comparisons
         self.rows = rows          # rows after merging
@@ -401,14 +410,14 @@ def _legend(fig, axes, extra=()):
         fig.legend(handles, names, loc="outside right upper", fontsize=8, frameon=False)
 
 
-def _budget_axis(ax, budgets):
+def _budget_axis(ax, budgets, label):
     ax.set_xscale("log")
     ax.set_xticks(budgets)
     ax.set_xticklabels([fmt_budget(b) for b in budgets])
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     if len(budgets) == 1:
         ax.set_xlim(budgets[0] / 1.5, budgets[0] * 1.5)
-    ax.set_xlabel("KV budget (fraction of the fp16 cache)")
+    ax.set_xlabel(label)
     ax.grid(True, alpha=0.3)
 
 
@@ -490,7 +499,7 @@ def _draw_budget_panel(ax, report, key, metric, length, policies, log=False):
         ax.set_ylim(-0.03, 1.05)
     if log:
         ax.set_yscale("log")
-    _budget_axis(ax, sorted(budgets) or [1.0])
+    _budget_axis(ax, sorted(budgets) or [1.0], report.budget_label)
     ax.set_ylabel(metric_label(metric) + (" (log)" if log else ""))
     ax.set_title(_length_title(length), fontsize=9)
     return drew, any_inf

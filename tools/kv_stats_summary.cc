@@ -27,6 +27,29 @@ std::string SummaryPercent(int64_t part, int64_t whole) {
 // budget is below it.
 int64_t Limit(const KvStats& s) { return std::max(s.budget_bytes, s.floor_bytes); }
 
+// What the budget is of (--kv-budget-scope) and, with sliding-window layers, its global layers'
+// part beside the rings: the part the policy's cache is held to, and what those layers hold.
+std::string BudgetScopeLines(const KvStatsContext& c, const KvStats& s) {
+  if (s.sliding_layers == 0) return s.budget_scope_global ? " (scope global)" : "";
+  const std::string global_layers =
+      c.n_layers > s.sliding_layers
+          ? "the " + std::to_string(c.n_layers - s.sliding_layers) + " global layers"
+          : "the global layers";
+  const std::string rings =
+      "the " + std::to_string(s.sliding_layers) + " sliding-window layers' rings";
+  std::string out =
+      s.budget_scope_global
+          ? "\n  budget scope global: " + SummaryMiB(s.global_budget_bytes) + " for " +
+                global_layers + " (the fraction is of their fp16 cache), plus " +
+                SummaryMiB(s.budget_bytes - s.global_budget_bytes) + " for " + rings +
+                ", paid on top"
+          : "\n  budget scope all: the fraction is of the whole cache, " + rings +
+                " included; they leave " + global_layers + " " + SummaryMiB(s.global_budget_bytes);
+  return out + "\n  global layers resident " + SummaryMiB(s.resident_bytes() - s.sliding_bytes) +
+         " (their budget " + SummaryMiB(s.global_budget_bytes) + "), rings " +
+         SummaryMiB(s.sliding_bytes);
+}
+
 }  // namespace
 
 KvStatsContext MakeKvStatsContext(const KvFlags& flags, int n_layers) {
@@ -41,13 +64,14 @@ KvStatsContext MakeKvStatsContext(const KvFlags& flags, int n_layers) {
 
 std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
   const MemoryStats memory = ReadMemoryStats();
-  const int64_t full = s.full_fp16_bytes + s.sliding_bytes;  // what `full` would hold now
+  const int64_t full = s.full_fp16_bytes;  // what `full` would hold now, rings included
   const int64_t resident = s.resident_bytes();
   const bool budget = s.budget_bytes >= 0;
   std::string out = "kv cache: " + c.policy;
   if (budget) {
     out += ", budget " + SummaryMiB(s.budget_bytes);
     if (s.floor_bytes >= 0) out += ", floor " + SummaryMiB(s.floor_bytes);
+    out += BudgetScopeLines(c, s);
   } else {
     out += ", no budget";
     if (!s.infeasible && !s.note.empty()) out += " of resident bytes (" + s.note + ")";

@@ -40,7 +40,11 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
                       {"evictions", s.evictions},
                       {"routing_steps", s.routing_steps},
                       {"infeasible", s.infeasible}};
+  // What the budget is of (--kv-budget-scope); with sliding-window layers also the global
+  // layers' part of it, the rings beside it.
+  j["budget_scope"] = s.budget_scope_global ? "global" : "all";
   if (s.sliding_layers > 0) {
+    j["global_budget_bytes"] = s.global_budget_bytes;
     j["sliding_bytes"] = s.sliding_bytes;
     j["sliding_layers"] = s.sliding_layers;
     j["sliding_window"] = s.sliding_window;

@@ -36,6 +36,7 @@ std::string DescribeKv(const KvConfig& kv) {
   } else if (kv.budget < 1.0) {
     d << " --kv-budget " << kv.budget;
   }
+  if (kv.budget_scope == BudgetScope::kGlobal) d << " --kv-budget-scope global";
   return d.str();
 }
 

@@ -83,8 +83,8 @@ void AddProtocolAndScorer(const RowFields& f, json& out) {
   out["scorer"] = f.scorer;
 }
 
-// One cell: rows of one (model, task, style, protocol, scorer, mode, policy, budget) at one
-// level.
+// One cell: rows of one (model, task, style, protocol, scorer, mode, policy, budget, budget
+// scope) at one level.
 json Cell(Rows rows, const std::optional<int64_t>& length, const std::optional<double>& depth) {
   // Instance order, so that the bootstrap does not depend on the order rows were read in.
   std::stable_sort(rows.begin(), rows.end(),
@@ -96,7 +96,10 @@ json Cell(Rows rows, const std::optional<int64_t>& length, const std::optional<d
                {"policy", f.policy}, {"family", PolicyFamily(f.policy)},
                {"budget", f.budget}, {"length", OrNull(length)},
                {"depth", OrNull(depth)}};
+  // The global scope seeds its own bootstrap; cells of the default scope keep their seeds.
+  if (f.budget_scope != "all") cell["budget_scope"] = f.budget_scope;
   const std::string key = SeedKey(cell, f);
+  cell["budget_scope"] = f.budget_scope;
   AddProtocolAndScorer(f, cell);
   cell["n"] = rows.size();
   cell["infeasible_n"] =
@@ -146,7 +149,7 @@ json Cells(const Rows& rows) {
   const auto groups = GroupBy(rows, [](const Row& r) {
     const RowFields& f = r.f;
     return f.model + '\x1f' + f.task + '\x1f' + RowConditions(f) + '\x1f' + f.prefill_mode +
-           '\x1f' + f.policy + '\x1f' + Budget(f.budget);
+           '\x1f' + f.policy + '\x1f' + Budget(f.budget) + '\x1f' + f.budget_scope;
   });
   for (const Rows& group : groups) {
     cells.push_back(Cell(group, std::nullopt, std::nullopt));
@@ -166,6 +169,7 @@ json Cells(const Rows& rows) {
 // The comparison of policies a and b on the instances both have.
 struct PairSpec {
   json key;  // model, task, prompt_style, prefill_mode, budget, length
+  std::string budget_scope;  // "all" or "global"
   std::string metric;
   bool higher_is_better;
   const RowFields& conditions;  // a row of the group: its protocol and scorer
@@ -187,7 +191,9 @@ std::optional<json> Compare(const PairSpec& spec, const std::string& a, const st
   c["higher_is_better"] = spec.higher_is_better;
   c["a"] = a;
   c["b"] = b;
+  if (spec.budget_scope != "all") c["budget_scope"] = spec.budget_scope;  // as in Cell()
   const Interval ci = PairedBootstrapInterval(va, vb, SeedFromKey(SeedKey(c, spec.conditions)));
+  c["budget_scope"] = spec.budget_scope;
   AddProtocolAndScorer(spec.conditions, c);
   const double mean_a = Mean(va), mean_b = Mean(vb), diff = mean_a - mean_b;
   c["same_family"] = PolicyFamily(a) == PolicyFamily(b);
@@ -252,23 +258,23 @@ json Comparisons(const Rows& rows) {
     const std::string metric = PrimaryMetric(first.task, has_kl);
     Rows full;
     std::vector<std::string> modes;
-    std::map<std::string, std::set<double>> budgets;
+    std::map<std::string, std::set<std::pair<std::string, double>>> budgets;  // (scope, budget)
     for (const Row* r : group) {
       if (r->f.prefill_mode == "full") {
         full.push_back(r);
         continue;
       }
       if (!budgets.count(r->f.prefill_mode)) modes.push_back(r->f.prefill_mode);
-      budgets[r->f.prefill_mode].insert(r->f.budget);
+      budgets[r->f.prefill_mode].insert({r->f.budget_scope, r->f.budget});
     }
     for (const std::string& mode : modes) {
-      for (const double budget : budgets[mode]) {
+      for (const auto& [scope, budget] : budgets[mode]) {
         // The full cache's rows join every mode's comparisons, at every budget.
         Rows members;
         std::set<int64_t> lengths;
         for (const Row* r : group) {
           if (r->f.prefill_mode == "full" ||
-              (r->f.prefill_mode == mode && r->f.budget == budget)) {
+              (r->f.prefill_mode == mode && r->f.budget == budget && r->f.budget_scope == scope)) {
             members.push_back(r);
             if (r->f.length) lengths.insert(*r->f.length);
           }
@@ -286,6 +292,7 @@ json Comparisons(const Rows& rows) {
                                {"prefill_mode", mode},
                                {"budget", budget},
                                {"length", OrNull(level)}},
+                              scope,
                               metric,
                               metric != "kl",
                               first};

@@ -191,6 +191,47 @@ TEST(EvalSummaryTest, ProtocolsAndScorersAreKeptApart) {
   EXPECT_EQ(s["comparisons"][0], before["comparisons"][0]);
 }
 
+// Rows at a budget of the global layers (--kv-budget-scope global) are cells, comparisons,
+// table columns and row keys of their own; rows without the field read as the default scope.
+TEST(EvalSummaryTest, BudgetScopesAreKeptApart) {
+  std::vector<json> rows = PairedRows(12, 6, 1, 2);
+  const json before = SummarizeRows(rows);
+  for (const json& c : before["cells"]) EXPECT_EQ(c["budget_scope"], "all");
+  json named = rows[0];
+  named["budget_scope"] = "all";
+  EXPECT_EQ(RowKey(ReadRowFields(named)), RowKey(ReadRowFields(rows[0])));
+  EXPECT_EQ(ReadRowFields(rows[0]).budget_scope, "all");
+  const size_t n = rows.size();
+  for (size_t i = 0; i < n; ++i) {
+    json global = rows[i];
+    global["budget_scope"] = "global";
+    global["accuracy"] = 0.0;
+    rows.push_back(global);
+  }
+  EXPECT_NE(RowKey(ReadRowFields(rows[n])), RowKey(ReadRowFields(rows[0])));
+  const json s = SummarizeRows(rows);
+  ASSERT_EQ(s["cells"].size(), 2u * before["cells"].size());
+  for (const json& c : s["cells"]) {
+    SCOPED_TRACE(c.dump());
+    EXPECT_EQ(c["n"], 12);
+    if (c["budget_scope"] == "global") {
+      EXPECT_EQ(c["metrics"]["accuracy"]["mean"], 0.0);
+    } else {
+      EXPECT_EQ(c, Select(before["cells"], [&](const json& b) {
+                     return b["policy"] == c["policy"];
+                   }).at(0));  // the default scope's cells are unchanged, bootstrap included
+    }
+  }
+  ASSERT_EQ(s["comparisons"].size(), 2u);
+  EXPECT_EQ(s["comparisons"][0], before["comparisons"][0]);
+  EXPECT_EQ(s["comparisons"][1]["budget_scope"], "global");
+  EXPECT_EQ(s["comparisons"][1]["n"], 12);
+  const std::string md = MarkdownTable(s);
+  EXPECT_NE(md.find("| policy | 0.10 | 0.10 global |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| qevict (n=12) | 0.67 [0.39, 0.86] | 0.00 [0.00, 0.24] |"), std::string::npos)
+      << md;
+}
+
 TEST(EvalSummaryTest, LevelsFollowWhatTheRowsHave) {
   std::vector<json> rows;
   for (int64_t length : {2048, 4096}) {

@@ -75,6 +75,7 @@ std::vector<std::string> InstanceRowKeys(const EvalSettings& settings, const Eva
     f.policy = planned.name;
     f.budget = planned.budget;
     f.prefill_mode = planned.prefill_mode;
+    f.budget_scope = planned.budget_scope;
     keys.push_back(RowKey(f));
   }
   return keys;

@@ -126,6 +126,32 @@ TEST(EvalResumeTest, InstanceRowKeysAreThoseOfTheRowsWritten) {
   EXPECT_EQ(more[1], RowKey(ReadRowFields(tagged)));
 }
 
+// The budget scope of the run (--kv-budget-scope) or of a variant is part of a compressed row's
+// key; the full cache's row has none.
+TEST(EvalResumeTest, InstanceRowKeysCarryTheBudgetScope) {
+  EvalSettings s = Settings();
+  s.policies = {"full", "qevict", "qevict:budget_scope=global"};
+  const std::vector<std::string> keys = InstanceRowKeys(s, Task("a"), "m", 7);
+  ASSERT_EQ(keys.size(), 3u);
+  EXPECT_EQ(keys[1], RowKey(ReadRowFields(json::parse(RowLine("a", "qevict")))));
+  json global = json::parse(RowLine("a", "qevict:budget_scope=global"));
+  global["budget_scope"] = "global";
+  EXPECT_EQ(keys[2], RowKey(ReadRowFields(global)));
+  global["budget_scope"] = "all";
+  EXPECT_NE(keys[2], RowKey(ReadRowFields(global)));
+
+  s.policies = {"full", "qevict"};
+  s.kv.budget_scope = BudgetScope::kGlobal;
+  const std::vector<std::string> run_scope = InstanceRowKeys(s, Task("a"), "m", 7);
+  EXPECT_EQ(run_scope[0], RowKey(ReadRowFields(json::parse(RowLine("a", "full")))));
+  json qevict = json::parse(RowLine("a", "qevict"));
+  qevict["budget_scope"] = "global";
+  EXPECT_EQ(run_scope[1], RowKey(ReadRowFields(qevict)));
+  const std::vector<PlannedRow> planned = PlannedRows(s);
+  EXPECT_EQ(planned[0].budget_scope, "all");
+  EXPECT_EQ(planned[1].budget_scope, "global");
+}
+
 // Instance a has every row, b only its full row (the run stopped there), c none; rows of
 // another protocol are kept but count for nothing.
 TEST(EvalResumeTest, PlanRunsTheInstancesMissingARowAndDropsTheirPartialRows) {

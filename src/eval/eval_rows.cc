@@ -93,6 +93,8 @@ RowFields ReadRowFields(const json& row) {
   f.scorer = Str(row, "scorer");
   if (f.scorer.empty()) f.scorer = "substring";
   if (row.contains("budget") && row["budget"].is_number()) f.budget = row["budget"].get<double>();
+  f.budget_scope = Str(row, "budget_scope");
+  if (f.budget_scope.empty()) f.budget_scope = "all";
   if (row.contains("target_tokens") && row["target_tokens"].is_number()) {
     const auto tokens = static_cast<int64_t>(row["target_tokens"].get<double>());
     if (tokens > 0) f.length = tokens;
@@ -109,7 +111,8 @@ std::string RowConditions(const RowFields& f) {
 
 std::string RowKey(const RowFields& f) {
   return f.model + '\x1f' + f.seed.dump() + '\x1f' + f.id + '\x1f' + f.policy + '\x1f' +
-         json(f.budget).dump() + '\x1f' + f.prefill_mode + '\x1f' + RowConditions(f);
+         json(f.budget).dump() + (f.budget_scope == "global" ? " global" : "") + '\x1f' +
+         f.prefill_mode + '\x1f' + RowConditions(f);
 }
 
 bool IsFullPolicy(const std::string& policy) {

@@ -23,6 +23,7 @@ struct RowFields {
   std::string protocol;      // older rows: "question-in-prompt"
   std::string scorer;        // older rows: "substring"
   double budget = 0.0;
+  std::string budget_scope;       // what the budget is of: "all" or "global"; older rows: "all"
   std::optional<int64_t> length;  // target_tokens when > 0
   std::optional<double> depth;
   bool infeasible = false;
@@ -33,9 +34,10 @@ RowFields ReadRowFields(const nlohmann::json& row);
 // joined. Rows that differ in it never share a cell, a comparison or a table.
 std::string RowConditions(const RowFields& f);
 
-// What identifies a row among the rows of runs: (model, seed, id, policy, budget, prefill mode)
-// and RowConditions. `qevict report` keeps the last row of each key; `qevict eval --resume`
-// skips an instance whose every row key is present.
+// What identifies a row among the rows of runs: (model, seed, id, policy, budget, budget scope,
+// prefill mode) and RowConditions (the scope only when "global", so that older keys stay). `qevict
+// report` keeps the last row of each key; `qevict eval --resume` skips an instance whose every row
+// key is present.
 std::string RowKey(const RowFields& f);
 
 // "full", or "full[TAG]" of a tagged run.

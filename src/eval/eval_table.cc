@@ -61,16 +61,20 @@ constexpr const char* kDefaultScorer = "substring";
 std::string Protocol(const json& cell) { return cell.value("protocol", kDefaultProtocol); }
 std::string Scorer(const json& cell) { return cell.value("scorer", kDefaultScorer); }
 
-// Policies as rows (the full cache first, its value in every column), budgets as columns.
+// What a cell's budget is of (summaries written before the scope existed: "all").
+std::string CellBudgetScope(const json& cell) { return cell.value("budget_scope", "all"); }
+
+// Policies as rows (the full cache first, its value in every column), budgets as columns: those
+// of the global layers (--kv-budget-scope global) headed "0.05 global".
 std::string Table(const TableSpec& spec, const CellList& group) {
   CellList at;
-  std::set<double> budgets;
+  std::set<std::pair<std::string, double>> budgets;  // (scope, budget)
   for (const json* c : group) {
     const std::string mode = (*c)["prefill_mode"];
     if ((*c)["length"] != spec.length || !(*c)["depth"].is_null()) continue;
     if (mode != spec.mode && mode != "full") continue;
     at.push_back(c);
-    if (mode == spec.mode) budgets.insert((*c)["budget"].get<double>());
+    if (mode == spec.mode) budgets.insert({CellBudgetScope(*c), (*c)["budget"].get<double>()});
   }
   if (at.empty()) return "";
   std::vector<std::string> policies;
@@ -85,7 +89,9 @@ std::string Table(const TableSpec& spec, const CellList& group) {
   }
   std::string md = "### " + spec.title + " — " + MetricTitle(spec.metric) +
                    (spec.mode == "full" ? "" : ", " + spec.mode + " prefill") + "\n\n| policy |";
-  for (double b : budgets) md.append(" ").append(Format(b, 2)).append(" |");
+  for (const auto& [scope, b] : budgets) {
+    md.append(" ").append(Format(b, 2)).append(scope == "all" ? "" : " " + scope).append(" |");
+  }
   md += "\n|---|";
   for (size_t i = 0; i < budgets.size(); ++i) md += "---:|";
   md += "\n";
@@ -95,10 +101,13 @@ std::string Table(const TableSpec& spec, const CellList& group) {
       if ((*c)["policy"] == policy) mine.push_back(c);
     }
     md += "| " + Label(policy, mine) + " |";
-    for (double b : budgets) {
+    for (const auto& [scope, b] : budgets) {
       const json* cell = nullptr;
       for (const json* c : mine) {
-        if ((*c)["prefill_mode"] == "full" || (*c)["budget"].get<double>() == b) cell = c;
+        if ((*c)["prefill_mode"] == "full" ||
+            ((*c)["budget"].get<double>() == b && CellBudgetScope(*c) == scope)) {
+          cell = c;
+        }
       }
       md.append(" ").append(cell != nullptr ? Value(*cell, spec.metric) : "—").append(" |");
     }

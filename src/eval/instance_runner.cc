@@ -270,13 +270,15 @@ std::vector<PlannedRow> PlannedRows(const EvalSettings& settings) {
   auto named = [&](const std::string& policy) {
     return settings.tag.empty() ? policy : policy + "[" + settings.tag + "]";
   };
-  std::vector<PlannedRow> rows = {{"full", named("full"), 1.0, "full"}};
+  std::vector<PlannedRow> rows = {{"full", named("full"), 1.0, "full", "all"}};
   for (const bool bounded : {true, false}) {
     if (bounded ? !settings.bounded : !settings.prompt_end) continue;
     for (const std::string& policy : settings.policies) {
       if (policy == "full") continue;
+      const std::string scope =
+          BudgetScopeName(ApplyPolicyVariant(settings.kv, policy).budget_scope);
       for (const double budget : settings.budgets) {
-        rows.push_back({policy, named(policy), budget, bounded ? "bounded" : "prompt-end"});
+        rows.push_back({policy, named(policy), budget, bounded ? "bounded" : "prompt-end", scope});
       }
     }
   }
@@ -429,6 +431,7 @@ void RunInstance(const LoadedModel& model, ThreadPool& pool, const EvalSettings&
                    bounded ? own_prefill_seconds : prefill_seconds, Since(start),
                    settings.shadow && (policy == "full" || shadowed));
     row["prefill_mode"] = planned.prefill_mode;
+    if (planned.prefill_mode != "full") row["budget_scope"] = planned.budget_scope;
     row["protocol"] = EvalProtocolName(settings.protocol);
     row["prefill_chunk"] = bounded ? config.prefill_chunk : 0;
     row["score_source"] =

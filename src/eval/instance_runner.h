@@ -57,6 +57,9 @@ struct PlannedRow {
   std::string name;          // as the row names it: policy, or policy[tag]
   double budget = 1.0;       // 1 for the full cache
   std::string prefill_mode;  // "full", "bounded" or "prompt-end"
+  // What the budget is of (--kv-budget-scope or the variant's budget_scope): "all" or "global";
+  // "all" for the full cache, which has none.
+  std::string budget_scope = "all";
 };
 // The rows of an instance in the order RunInstance writes them: the full cache's first, then
 // every bounded (policy, budget), then every prompt-end one.

@@ -211,6 +211,8 @@ void ByteLedger::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
   budget_ = config_.GlobalBudgetBytes(run_tokens_, geo_);
   // Reported: the run's whole budget, sliding-window rings included (== budget_ without them).
   stats_.budget_bytes = config_.BudgetBytes(run_tokens_, geo_).value_or(-1);
+  stats_.global_budget_bytes = budget_.value_or(-1);
+  stats_.budget_scope_global = config_.budget_scope == BudgetScope::kGlobal;
 
   if (!budget_) {
     stats_.floor_bytes = -1;
@@ -221,13 +223,16 @@ void ByteLedger::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
   stats_.floor_bytes = std::max(stats_.floor_bytes, floor);
   if (*budget_ >= floor || stats_.infeasible) return;
   const int64_t rings = geo_.ring_bytes(run_tokens_);
-  const double fraction = static_cast<double>(floor + rings) /
-                          static_cast<double>(geo_.full_bytes(std::max<int64_t>(run_tokens_, 1)));
+  const double fraction = config_.BudgetFractionFor(floor, run_tokens_, geo_);
   stats_.infeasible = true;
+  const bool global_scope = config_.budget_scope == BudgetScope::kGlobal;
   const std::string rings_note =
-      rings > 0 ? " (what the sliding-window layers' rings of " + std::to_string(rings) +
-                      " bytes leave of the budget)"
-                : "";
+      rings == 0     ? ""
+      : global_scope ? " (the global layers' budget; the sliding-window layers' rings of " +
+                           std::to_string(rings) + " bytes are paid on top)"
+                     : " (what the sliding-window layers' rings of " + std::to_string(rings) +
+                           " bytes leave of the budget; --kv-budget-scope global gives it for "
+                           "the global layers alone)";
   stats_.note = "budget of " + std::to_string(*budget_) + " bytes" + rings_note +
                 " is below the fp16 floor of " + std::to_string(floor) + " bytes (sinks " +
                 std::to_string(table_.sinks()) + " + recent " + std::to_string(table_.recent()) +

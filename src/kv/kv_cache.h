@@ -76,8 +76,13 @@ struct KvStats {
   int64_t meta_bytes = 0;       // per-window bookkeeping charged to the budget
   int64_t cold_bytes = 0;       // exact-recovery cold store or cold tier on disk (outside the budget, reported)
   int64_t peak_bytes = 0;       // max of resident bytes over the run
-  int64_t budget_bytes = -1;    // -1 when unlimited
-  int64_t full_fp16_bytes = 0;  // what an fp16 cache of tokens_seen tokens would hold
+  int64_t budget_bytes = -1;    // -1 when unlimited; sliding-window rings included
+  // The global layers' part of budget_bytes, what the policy's cache may hold (-1 when
+  // unlimited), and whether the budget was given for them alone (--kv-budget-scope global: then
+  // budget_bytes is it plus the rings). Without sliding layers it equals budget_bytes.
+  int64_t global_budget_bytes = -1;
+  bool budget_scope_global = false;
+  int64_t full_fp16_bytes = 0;  // what `full` would hold for tokens_seen tokens (rings included)
   int64_t fp16_windows = 0, quant_windows = 0, evicted_windows = 0;
   int64_t promotions = 0, demotions = 0, evictions = 0;
   int64_t routing_steps = 0;

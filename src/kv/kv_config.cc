@@ -27,17 +27,40 @@ void Require(bool ok, const std::string& message) {
 
 std::optional<int64_t> KvConfig::BudgetBytes(int64_t run_tokens,
                                              const KvGeometry& geometry) const {
+  const int64_t run = std::max<int64_t>(0, run_tokens);
+  if (budget_scope == BudgetScope::kGlobal) {
+    const std::optional<int64_t> global = GlobalBudgetBytes(run, geometry);
+    if (!global) return std::nullopt;
+    return *global + geometry.ring_bytes(run);
+  }
   if (budget_bytes > 0) return budget_bytes;
   if (budget >= 1.0) return std::nullopt;
-  return static_cast<int64_t>(std::floor(
-      budget * static_cast<double>(geometry.full_bytes(std::max<int64_t>(0, run_tokens)))));
+  return static_cast<int64_t>(std::floor(budget * static_cast<double>(geometry.full_bytes(run))));
 }
 
 std::optional<int64_t> KvConfig::GlobalBudgetBytes(int64_t run_tokens,
                                                    const KvGeometry& geometry) const {
-  const std::optional<int64_t> total = BudgetBytes(run_tokens, geometry);
+  const int64_t run = std::max<int64_t>(0, run_tokens);
+  if (budget_scope == BudgetScope::kGlobal) {
+    if (budget_bytes > 0) return budget_bytes;
+    if (budget >= 1.0) return std::nullopt;
+    return static_cast<int64_t>(
+        std::floor(budget * static_cast<double>(geometry.fp16_bytes_per_token() * run)));
+  }
+  const std::optional<int64_t> total = BudgetBytes(run, geometry);
   if (!total) return std::nullopt;
-  return std::max<int64_t>(0, *total - geometry.ring_bytes(std::max<int64_t>(0, run_tokens)));
+  return std::max<int64_t>(0, *total - geometry.ring_bytes(run));
+}
+
+double KvConfig::BudgetFractionFor(int64_t global_bytes, int64_t run_tokens,
+                                   const KvGeometry& geometry) const {
+  const int64_t run = std::max<int64_t>(run_tokens, 1);
+  if (budget_scope == BudgetScope::kGlobal) {
+    return static_cast<double>(global_bytes) /
+           static_cast<double>(geometry.fp16_bytes_per_token() * run);
+  }
+  return static_cast<double>(global_bytes + geometry.ring_bytes(run)) /
+         static_cast<double>(geometry.full_bytes(run));
 }
 
 void KvConfig::Validate() const {
@@ -77,6 +100,16 @@ const char* ScoreSourceName(ScoreSource source) {
     case ScoreSource::kKeyNorm: return "key-norm";
     default: return "reconstruction";
   }
+}
+
+BudgetScope ParseBudgetScope(std::string_view text) {
+  if (text == "all") return BudgetScope::kAll;
+  if (text == "global") return BudgetScope::kGlobal;
+  throw Error("--kv-budget-scope must be 'all' or 'global', got '" + std::string(text) + "'");
+}
+
+const char* BudgetScopeName(BudgetScope scope) {
+  return scope == BudgetScope::kGlobal ? "global" : "all";
 }
 
 RecoveryFidelity ParseRecoveryFidelity(std::string_view text) {

@@ -45,6 +45,13 @@ enum class ScoreSource {
   kKeyNorm,            // L2 norm of the keys: low norm = important
 };
 
+// What a budget fraction (or byte cap) is of, on a model with sliding-window layers
+// (docs/kv-cache.md, "Budget"). Without sliding layers both are the same.
+enum class BudgetScope {
+  kAll,     // the whole cache: the global layers and the sliding layers' rings (`full`'s bytes)
+  kGlobal,  // the global layers only (what grows with the context); the rings are paid on top
+};
+
 struct KvConfig {
   std::string policy = "qevict";  // see PolicyNames() (src/policy/registry.h)
 
@@ -52,6 +59,9 @@ struct KvConfig {
   // absolute byte cap. budget == 1.0 without budget_bytes means "no limit".
   double budget = 1.0;
   int64_t budget_bytes = -1;  // > 0 replaces `budget`
+  // What `budget` and `budget_bytes` are of: the whole cache (rings included) or the global
+  // layers only, the rings paid on top (BudgetBytes / GlobalBudgetBytes below).
+  BudgetScope budget_scope = BudgetScope::kAll;
 
   // Tiered cache geometry.
   int window = 8;        // W: tokens per window
@@ -104,11 +114,17 @@ struct KvConfig {
   // an absolute cap; else a fraction of the run's fp16 cache) become a budget. Inside the cache
   // "no budget" is only ever this nullopt; KvStats::budget_bytes prints it as -1 and policies see
   // RoutingContext::kUnlimited, each converted in one place.
-  // The budget counts the sliding-window layers' rings too (KvGeometry::full_bytes): a fraction
-  // is of what `full` holds. GlobalBudgetBytes is what is left of it for the global layers, where
-  // the policy applies (0 when the rings alone exceed it).
+  // BudgetBytes is the whole cache's budget, the sliding-window layers' rings included;
+  // GlobalBudgetBytes the global layers' part of it, where the policy applies. With
+  // BudgetScope::kAll a fraction is of what `full` holds (KvGeometry::full_bytes) and the global
+  // layers get what the rings leave (0 when the rings alone exceed it). With kGlobal a fraction
+  // (or cap) is of the global layers' fp16 cache alone and the whole budget is it plus the rings.
   std::optional<int64_t> BudgetBytes(int64_t run_tokens, const KvGeometry& geometry) const;
   std::optional<int64_t> GlobalBudgetBytes(int64_t run_tokens, const KvGeometry& geometry) const;
+  // The --kv-budget fraction (in this scope) whose global part holds global_bytes over a run of
+  // run_tokens tokens: what an infeasible run's note asks for. May exceed 1.
+  double BudgetFractionFor(int64_t global_bytes, int64_t run_tokens,
+                           const KvGeometry& geometry) const;
   bool limited() const { return budget_bytes > 0 || budget < 1.0; }
 
   // Tokens per forward pass while prefilling, given the engine's batch: with bounded prefill the
@@ -132,6 +148,8 @@ ScoreSource ParseScoreSource(std::string_view text);
 const char* ScoreSourceName(ScoreSource source);
 const char* RecoveryFidelityName(RecoveryFidelity fidelity);
 const char* ScoreModeName(ScoreMode mode);
+BudgetScope ParseBudgetScope(std::string_view text);  // "all" | "global"; throws Error
+const char* BudgetScopeName(BudgetScope scope);
 
 // Every option that shapes a cache's contents (every descriptor of kv_options.h: all but
 // print_stats), as one string: a kept or saved cache continues only under the same key

@@ -76,6 +76,24 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .request_max = static_cast<double>(int64_t{1} << 50),
        .get = &GetField<&KvConfig::budget_bytes>,
        .set = &SetField<&KvConfig::budget_bytes>},
+      {.key = "budget_scope",
+       .type = T::kChoice,
+       .help = "what a budget (--kv-budget, --kv-budget-bytes, eval --budgets) is of on a model "
+               "with sliding-window layers: all (the whole cache, rings included) or global (the "
+               "global layers' fp16 cache, the rings paid on top)",
+       .doc = "what a budget (`--kv-budget`, `--kv-budget-bytes`, `eval --budgets`) is of on a "
+              "model with sliding-window layers (Gemma 3): `all`, the whole cache, the layers' "
+              "fixed rings included; `global`, the global layers' fp16 cache (what grows with "
+              "the context), the rings paid on top and reported beside it (\"Budget\"). The "
+              "same on a model without sliding layers",
+       .origin = "ours (`global`: issue 38's Gemma cells)",
+       .choices = {"all", "global"},
+       .eval_variant = true,
+       .get = [](const KvConfig& c) { return KvValue(BudgetScopeName(c.budget_scope)); },
+       .set =
+           [](KvConfig& c, const KvValue& v) {
+             c.budget_scope = ParseBudgetScope(std::get<std::string>(v));
+           }},
       {.key = "bits",
        .type = T::kInt,
        .help = "bit-width of the quantized tier: 2, 4 or 8",

@@ -41,6 +41,10 @@ std::string DescribeKvRequest(const KvConfig& config, const KvGeometry& geometry
   } else if (config.budget < 1.0) {
     out << ", budget " << config.budget;
   }
+  if (config.budget_scope == BudgetScope::kGlobal && config.limited()) {
+    out << " of the global layers (+ " << geometry.ring_bytes(prompt_tokens + max_new_tokens)
+        << " bytes of sliding-window rings)";
+  }
   out << ", " << prompt_tokens << " prompt + " << max_new_tokens << " new tokens at "
       << geometry.fp16_bytes_per_token() << " fp16 bytes/token";
   return out.str();

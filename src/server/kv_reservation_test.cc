@@ -158,5 +158,39 @@ TEST(KvReservationTest, DescribesTheRequest) {
   EXPECT_NE(text.find("37 prompt + 64 new tokens"), std::string::npos) << text;
 }
 
+// With --kv-budget-scope global the rings are real bytes on top of the global layers' budget:
+// the reservation is the global layers' worst case at that budget plus the rings, larger than at
+// the same fraction of the whole cache, and still covers what a real cache of the global layers
+// holds.
+TEST(KvReservationTest, GlobalScopeReservesTheRingsOnTopOfTheGlobalBudget) {
+  const int prompt = 600, generate = 40, run = prompt + generate;
+  KvGeometry geo = qevict::testing::SmallGeometry(3, 4, 2, 32, run);
+  geo.ring_layers = 9;
+  geo.ring_window = 64;
+  const int64_t rings = geo.ring_bytes(run);
+  KvConfig all;
+  all.policy = "qevict";
+  all.budget = 0.2;
+  all.prefill_chunk = 64;
+  KvConfig global = all;
+  global.budget_scope = BudgetScope::kGlobal;
+  const KvConfig layout = PolicyLayout(global);
+  const int64_t reserved = KvReservationBytes(global, geo, prompt, generate);
+  EXPECT_EQ(reserved, TieredCache::WorstReservedBytes(layout, geo, *MakePolicy(layout), prompt, run,
+                                                      global.GlobalBudgetBytes(run, geo)) +
+                          rings);
+  EXPECT_GT(reserved, KvReservationBytes(all, geo, prompt, generate));
+
+  ThreadPool pool(1);
+  const Rope rope(qevict::testing::TestRopeConfig(32), run);
+  auto cache = CreateKvCache(global, geo, rope);
+  qevict::testing::SyntheticModel model(geo, 11, 1.5f);
+  cache->BeginRun(prompt, generate);
+  qevict::testing::RunPromptAndGenerate(*cache, model, prompt, 64, generate, pool);
+  EXPECT_LE(cache->Stats().peak_reserved_bytes + rings, reserved);
+  EXPECT_NE(DescribeKvRequest(global, geo, prompt, generate).find("of the global layers"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace qevict::server

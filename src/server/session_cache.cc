@@ -142,6 +142,7 @@ json PropsJson(const ServerContext& ctx) {
            {{"default_policy", kv.policy},
             {"default_budget", kv.budget},
             {"default_budget_bytes", BytesOrNull(kv.budget_bytes)},
+            {"default_budget_scope", BudgetScopeName(kv.budget_scope)},
             {"budget_range", {0.0, 1.0}},  // (0, 1]: a fraction of prompt + max_tokens in fp16
             {"policies", std::move(policies)}}}};
 }
