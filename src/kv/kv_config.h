@@ -96,6 +96,7 @@ struct KvConfig {
   DigestKind cold_digest = DigestKind::kMeanKeyQ4C;
   int64_t cold_disk_limit = -1;
   int recall_candidates = 32;  // cold windows per layer read back and scored exactly per prompt
+  int recall_shared = 8;       // windows every layer recalls: the best recall finds in any layer
 
   // Observation window: the last prompt queries whose attention the cache keeps for the
   // policies that score the question (snapkv, pyramidkv, qevict-qa; expected attention).

@@ -10,6 +10,11 @@
 #include "util/error.h"
 
 namespace qevict {
+namespace {
+
+constexpr int64_t kFollow = 1;  // windows after a scored one that share its score
+
+}  // namespace
 
 double RecallSource::Prepare(const ScoreStep& step, const ResidentReader& cache,
                              ThreadPool& pool) {
@@ -39,7 +44,45 @@ double RecallSource::Prepare(const ScoreStep& step, const ResidentReader& cache,
     for (int64_t l = first; l < last; ++l) ComputeLayer(static_cast<int>(l), cache);
   });
   last_read_bytes_ = std::accumulate(read_bytes_.begin(), read_bytes_.end(), int64_t{0});
+  ComputeShared(cache);
   return 0.0;
+}
+
+void RecallSource::ComputeShared(const ResidentReader& cache) {
+  const WindowTable& table = cache.table();
+  shared_.clear();
+  if (shared_count_ <= 0) return;
+  // A window some layer's recall found among its cold windows, by the largest share of that
+  // layer's best score it reached in any layer: the windows the question reaches through the
+  // few layers whose heads retrieve.
+  std::vector<double> best;
+  std::vector<uint8_t> found;
+  for (int layer = 0; layer < table.n_layers(); ++layer) {
+    const std::vector<float>& scores = scores_[layer];
+    const int64_t limit =
+        std::min<int64_t>(table.FirstRecentIndex(table.layer(layer).count),
+                          static_cast<int64_t>(scores.size()));
+    if (static_cast<int64_t>(best.size()) < limit) {
+      best.resize(limit, 0.0);
+      found.resize(limit, 0);
+    }
+    float top = 0.0f;
+    for (int64_t i = 0; i < limit; ++i) top = std::max(top, scores[i]);
+    if (top <= 0.0f) continue;
+    for (int64_t i = 0; i < limit; ++i) best[i] = std::max(best[i], double{scores[i]} / top);
+    for (const ColdWindow& c : cold_[layer]) {
+      if (c.candidate && c.index < limit) found[c.index] = 1;
+    }
+  }
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < static_cast<int64_t>(best.size()); ++i) {
+    if (found[i] && best[i] > 0.0) order.push_back(i);
+  }
+  const int64_t n = std::min<int64_t>(shared_count_, static_cast<int64_t>(order.size()));
+  std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](int64_t a, int64_t b) {
+    return best[a] != best[b] ? best[a] > best[b] : a > b;
+  });
+  shared_.assign(order.begin(), order.begin() + n);
 }
 
 void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
@@ -116,7 +159,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     const int64_t k = ranked[i].second;
     for (int64_t nb : {k + 1, k - 1}) {
       if (nb < 0 || nb >= n_cold || chosen[nb]) continue;
-      if (std::abs(l.cold[nb].index - l.cold[k].index) != 1) continue;
+      if (std::abs(l.cold[nb].index - l.cold[k].index) != std::abs(nb - k)) continue;
       if (static_cast<int64_t>(ranked.size()) >= candidates_) break;
       chosen[nb] = 1;
       ranked.emplace_back(ranked[i].first, nb);
@@ -192,13 +235,16 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   for (int64_t k = 0; k < n_win; ++k) scores[l.windows[k].index] = best_head(k);
   std::vector<ColdWindow>& cold = cold_[layer];
   for (int64_t c = 0; c < n_cand; ++c) scores[cold[ranked[c].second].index] = best_head(n_win + c);
-  // Max-pooled over neighbouring windows (SnapKV pools over tokens; here over windows), so the
-  // window after a fact's key words ranks with them.
+  // Max-pooled over neighbouring windows (SnapKV pools over tokens; here over windows): a window
+  // ranks with the one after it and the kFollow before it, so the words that complete what a
+  // question points at (a value after its key) come back with it.
   thread_local std::vector<float> pooled;
   pooled = scores;
   const int64_t n_idx = static_cast<int64_t>(scores.size());
   for (int64_t i = 0; i < n_idx; ++i) {
-    if (i > 0) pooled[i] = std::max(pooled[i], scores[i - 1]);
+    for (int64_t j = std::max<int64_t>(0, i - kFollow); j < i; ++j) {
+      pooled[i] = std::max(pooled[i], scores[j]);
+    }
     if (i + 1 < n_idx) pooled[i] = std::max(pooled[i], scores[i + 1]);
   }
   // Only windows that were scored keep a score (the rest cannot be chosen this step).
@@ -218,7 +264,10 @@ void RecallSource::Describe(int layer, const ResidentReader& cache, std::span<Ba
                             LayerBand& band) const {
   if (!wanted_) return;
   band.cold = cold_[layer];
-  if (active_) band.recall = scores_[layer];
+  if (active_) {
+    band.recall = scores_[layer];
+    band.shared = shared_;
+  }
 }
 
 void RecallSource::Consumed(const ScoreStep& step) { active_ = false; }

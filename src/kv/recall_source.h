@@ -14,6 +14,11 @@
 //      resident: a window's recall score is the attention it receives, summed over the observed
 //      queries, averaged over the query heads of a KV head, and the largest over KV heads (a
 //      window is one unit for all heads of a layer).
+// Then, across layers: each layer's scores are divided by its largest band or cold score, and
+// of the windows that were recall candidates somewhere, the `shared` with the largest such share
+// in any layer are offered to every layer (a fact a
+// few layers' heads find is recalled in all of them, as OmniKV and GemFilter select tokens once
+// for the layers after a filter layer; here every layer votes).
 // The two-stage ranking is ours: Quest and ArkVale select by the bound (or estimate) alone; here
 // the digest only shortlists, so that what is recalled is ranked by its true attention against
 // what is already resident (docs/kv-cache.md says what it costs in bytes read).
@@ -35,8 +40,8 @@ class RecallSource final : public BandScoreSource {
  public:
   // wanted: the policy keeps a cold tier. candidates: cold windows per layer read back and
   // scored exactly at each prompt batch.
-  RecallSource(bool wanted, DigestKind kind, int candidates)
-      : wanted_(wanted), kind_(kind), candidates_(candidates) {}
+  RecallSource(bool wanted, DigestKind kind, int candidates, int shared)
+      : wanted_(wanted), kind_(kind), candidates_(candidates), shared_count_(shared) {}
   const char* name() const override { return "recall"; }
   // `disk`: the cache's cold store (reads only), nullptr without a cold tier.
   void set_disk(const DiskColdStore* disk) { disk_ = disk; }
@@ -50,10 +55,13 @@ class RecallSource final : public BandScoreSource {
 
  private:
   void ComputeLayer(int layer, const ResidentReader& cache);
+  void ComputeShared(const ResidentReader& cache);
 
   bool wanted_;
   DigestKind kind_;
   int candidates_;
+  int shared_count_;
+  std::vector<int64_t> shared_;                 // window indices, best first
   const DiskColdStore* disk_ = nullptr;
   bool active_ = false;
   int64_t last_read_bytes_ = 0;

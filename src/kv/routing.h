@@ -71,6 +71,10 @@ struct LayerBand {
   // when there is no such step). The layer's cold windows, oldest first, are in `cold`.
   std::span<const float> recall;
   std::span<const ColdWindow> cold;
+  // The windows every layer's recall shares (kv/recall_source.h: the best by the layers' mean
+  // normalized recall score), by window index, best first; a policy that keeps them in fp16 in
+  // every layer recalls them where they are cold. Empty when there is no such step.
+  std::span<const int64_t> shared;
   // The recent windows (indices first_recent_index, +1, ...): never routed, shown so that a
   // policy can read their scores (e.g. to snapshot them at a prompt end).
   std::span<const BandWindow> recent;
@@ -101,8 +105,9 @@ struct RoutingContext {
 
 struct Plan {
   std::vector<std::vector<Tier>> targets;  // [layer][band window] target tier
-  // [layer] positions in LayerBand::cold of recall candidates to bring back into fp16 (cold
-  // tier only; each costs fp_window_bytes of the layer's band budget).
+  // [layer] positions in LayerBand::cold of cold windows to bring back into fp16 (cold tier
+  // only; recall candidates or shared windows; each costs fp_window_bytes of the layer's band
+  // budget).
   std::vector<std::vector<int>> recall;
   bool infeasible = false;  // the policy cannot meet the budget (the cache then may exceed it)
   std::string note;         // why, for KvStats::note

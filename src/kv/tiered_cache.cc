@@ -44,7 +44,8 @@ TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, con
       observation_(geometry.n_layers, config.snapkv_window, geometry.n_heads, geometry.head_dim),
       ledger_(config_, geo_, qlayout_, table_, store_, observation_),
       query_(false),
-      recall_(policy_->keeps_cold(), config.cold_digest, config.recall_candidates) {
+      recall_(policy_->keeps_cold(), config.cold_digest, config.recall_candidates,
+              config.recall_shared) {
   config_.Validate();
   QEVICT_CHECK(policy_ != nullptr);
   QEVICT_CHECK(geo_.n_layers > 0 && geo_.n_kv_heads > 0 && geo_.head_dim > 0 &&

@@ -97,8 +97,7 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
     QEVICT_CHECK(plan_.targets[l].size() == layer_bands_[l].windows.size());
     QEVICT_CHECK(plan_.recall[l].empty() || cold_tier());
     for (int k : plan_.recall[l]) {
-      QEVICT_CHECK(k >= 0 && static_cast<size_t>(k) < layer_bands_[l].cold.size() &&
-                   layer_bands_[l].cold[k].candidate);
+      QEVICT_CHECK(k >= 0 && static_cast<size_t>(k) < layer_bands_[l].cold.size());
     }
     if (unlimited || plan_.infeasible) continue;
     int64_t bytes = static_cast<int64_t>(plan_.recall[l].size()) * fp_cost;

@@ -16,6 +16,8 @@
 // candidates. Between prompts (decoding) nothing is recalled: the digests are scored only
 // against prompt queries (docs/kv-cache.md says what is left to build).
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "kv/kv_config.h"
@@ -81,6 +83,16 @@ class QevictRecallPolicy : public Policy {
       if (a.key != b.key) return a.key > b.key;
       return IndexOf(band, a) > IndexOf(band, b);
     });
+    if (std::getenv("QEVICT_RECALL_DEBUG") && !band.recall.empty()) {
+      std::fprintf(stderr, "L%zu shared:", l);
+      for (int64_t i : band.shared) std::fprintf(stderr, " %lld", static_cast<long long>(i));
+      std::fprintf(stderr, " units %zu top:", units_.size());
+      for (size_t u = 0; u < std::min<size_t>(units_.size(), 12); ++u) {
+        std::fprintf(stderr, " %s%lld:%.3f", units_[u].band >= 0 ? "r" : "c",
+                     static_cast<long long>(IndexOf(band, units_[u])), units_[u].key);
+      }
+      std::fprintf(stderr, "\n");
+    }
     const int64_t budget = band.budget_bytes;
     const int64_t fp = context.fp_window_bytes, q = context.q_window_bytes;
     const double share = context.trigger == BatchKind::kPromptChunk ? prefill_q_share_ : q_share_;
@@ -89,6 +101,21 @@ class QevictRecallPolicy : public Policy {
             ? budget
             : static_cast<int64_t>((1.0 - share) * static_cast<double>(budget));
     int64_t used = 0;
+    // The windows the layers share (band.shared) go first, wherever they are.
+    for (int64_t index : band.shared) {
+      const auto unit = std::find_if(units_.begin(), units_.end(),
+                                     [&](const Unit& u) { return IndexOf(band, u) == index; });
+      if (unit != units_.end()) {
+        std::rotate(units_.begin(), unit, unit + 1);  // to the front, the rest in order
+        continue;
+      }
+      const auto cold = std::lower_bound(
+          band.cold.begin(), band.cold.end(), index,
+          [](const ColdWindow& c, int64_t i) { return c.index < i; });
+      if (cold != band.cold.end() && cold->index == index) {
+        units_.insert(units_.begin(), Unit{0.0f, -1, static_cast<int>(cold - band.cold.begin())});
+      }
+    }
     placed_.assign(units_.size(), 0);
     // The fp16 tier from the top, within its share.
     for (size_t u = 0; u < units_.size(); ++u) {
