@@ -102,7 +102,9 @@ class QevictRecallPolicy : public Policy {
             : static_cast<int64_t>((1.0 - share) * static_cast<double>(budget));
     int64_t used = 0;
     // The windows the layers share (band.shared) go first, wherever they are.
-    for (int64_t index : band.shared) {
+    // (In reverse: each goes to the front, so the best ends first.)
+    for (auto it = band.shared.rbegin(); it != band.shared.rend(); ++it) {
+      const int64_t index = *it;
       const auto unit = std::find_if(units_.begin(), units_.end(),
                                      [&](const Unit& u) { return IndexOf(band, u) == index; });
       if (unit != units_.end()) {
