@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "kv/recall_source.h"
+
 namespace qevict {
 
 ByteLedger::ByteLedger(const KvConfig& config, const KvGeometry& geometry,
@@ -96,11 +98,13 @@ int64_t ByteLedger::MetaBytes() const {
 }
 
 int64_t ByteLedger::DigestContextCost() const {
-  if (table_.digest_bytes() == 0 || !DigestNeedsContext(config_.cold_digest)) return 0;
+  if (table_.digest_bytes() == 0) return 0;
+  const int64_t query = RecallSource::QueryBytesFor(geo_.n_heads, geo_.head_dim);
+  if (!DigestNeedsContext(config_.cold_digest)) return query;
   const int64_t n = geo_.n_kv_heads, d = geo_.head_dim;
   const int64_t r = DigestContextRank(config_.cold_digest,
                                       DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window});
-  return r == 0 ? n * d * 2 * 2 : n * (d + 2 * r * d + r) * 2;  // DigestContext::bytes()
+  return query + (r == 0 ? n * d * 2 * 2 : n * (d + 2 * r * d + r) * 2);  // DigestContext::bytes()
 }
 
 int64_t ByteLedger::ColdRamBytes() const {
@@ -109,8 +113,11 @@ int64_t ByteLedger::ColdRamBytes() const {
   for (const LayerWindows& l : table_.layers()) {
     if (l.has_digest_context) contexts += l.digest_context.bytes();
   }
+  // (The last generated token's query per layer, which ranks at decoding steps, is held from
+  // the cache's creation: RecallSource::Configure.)
   return table_.ColdRecords() * (static_cast<int64_t>(sizeof(ColdRecord)) + table_.digest_bytes()) +
-         store_.disk()->live_slots() * kColdSlotBytes + contexts;
+         store_.disk()->live_slots() * kColdSlotBytes + contexts +
+         geo_.n_layers * RecallSource::QueryBytesFor(geo_.n_heads, geo_.head_dim);
 }
 
 int64_t ByteLedger::ResidentBytes() const {

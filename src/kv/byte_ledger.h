@@ -57,7 +57,8 @@ class ByteLedger {
                ? static_cast<int64_t>(sizeof(ColdRecord)) + table_.digest_bytes() + kColdSlotBytes
                : 0;
   }
-  // A layer's digest context (context digests only), charged once per layer in the floor.
+  // Per layer, what the cold tier holds whatever the windows: the last generated token's query
+  // (decoding steps rank by it) and the digest context (context digests), in the floor.
   int64_t DigestContextCost() const;
   // RAM the cold tier holds now: cold records and digests, and a checksum per disk slot.
   int64_t ColdRamBytes() const;

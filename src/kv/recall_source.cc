@@ -34,8 +34,12 @@ double RecallSource::Prepare(const ScoreStep& step, const ResidentReader& cache,
                            table.position(table.FirstToken(l.cold[k].index)), false, 0.0f};
     }
   }
-  active_ = wanted_ && step.limited && disk_ != nullptr && cache.observation().held() &&
-            step.trigger != BatchKind::kGenerated;
+  // A prompt batch's step ranks by the prompt's last queries; a decoding step by the last
+  // generated token's (what the next tokens are about to read).
+  decode_step_ = step.trigger == BatchKind::kGenerated;
+  active_ = wanted_ && step.limited && disk_ != nullptr &&
+            (decode_step_ ? std::any_of(has_last_.begin(), has_last_.end(), [](uint8_t h) { return h != 0; })
+                          : cache.observation().held());
   if (!active_) {
     for (auto& s : scores_) s.clear();
     return 0.0;
@@ -44,7 +48,11 @@ double RecallSource::Prepare(const ScoreStep& step, const ResidentReader& cache,
     for (int64_t l = first; l < last; ++l) ComputeLayer(static_cast<int>(l), cache);
   });
   last_read_bytes_ = std::accumulate(read_bytes_.begin(), read_bytes_.end(), int64_t{0});
-  ComputeShared(cache);
+  if (decode_step_) {
+    shared_.clear();
+  } else {
+    ComputeShared(cache);
+  }
   return 0.0;
 }
 
@@ -95,7 +103,12 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   const int window = table.window();
   const int sink = table.SinkTokens(l);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int n_obs = obs.filled(layer);
+  // The queries that rank: the prompt's last ones, or the last generated token's.
+  const bool decode = decode_step_;
+  const int n_obs = decode ? (has_last_[layer] ? 1 : 0) : obs.filled(layer);
+  auto query = [&](int s) { return decode ? last_q_[layer].data() : obs.query(layer, s); };
+  auto position = [&](int s) { return decode ? last_pos_[layer] : obs.position(layer, s); };
+  const int candidates = decode ? std::max(1, candidates_ / 4) : candidates_;
   const int64_t n_res = table.ResidentTokens(l);
   std::vector<float>& scores = scores_[layer];
   scores.assign(static_cast<size_t>(table.CreatedWindows(l)), 0.0f);
@@ -109,9 +122,9 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   row_max.assign(static_cast<size_t>(n_obs) * n_heads, -std::numeric_limits<float>::infinity());
   visible.resize(n_obs);
   for (int s = 0; s < n_obs; ++s) {
-    visible[s] = table.VisibleTo(l, obs.position(layer, s));
+    visible[s] = table.VisibleTo(l, position(s));
     if (visible[s] == 0) continue;
-    const float* q = obs.query(layer, s);
+    const float* q = query(s);
     for (int g = 0; g < n_kv; ++g) {
       float* rows = logits.data() + (static_cast<int64_t>(s) * n_heads + g * group) * n_res;
       cache.ScoreRange(layer, g, 0, visible[s], q + static_cast<int64_t>(g) * group * hd, group,
@@ -134,8 +147,8 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     const int32_t first_pos = table.position(table.FirstToken(l.cold[k].index));
     float best = -std::numeric_limits<float>::infinity();
     for (int s = 0; s < n_obs; ++s) {
-      if (first_pos > obs.position(layer, s)) continue;
-      const float* q = obs.query(layer, s);
+      if (first_pos > position(s)) continue;
+      const float* q = query(s);
       for (int h = 0; h < n_heads; ++h) {
         const float e = WindowDigest::EstimateBytes(kind_, dg, digest, h / group,
                                                     q + static_cast<int64_t>(h) * hd, context) *
@@ -148,19 +161,19 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   // The best half of the shortlist by digest, then their cold neighbours: a question's
   // attention finds a fact's key words, and the words that complete it (the value asked for)
   // usually sit in the next window.
-  const int64_t n_best = std::min<int64_t>((candidates_ + 1) / 2, static_cast<int64_t>(ranked.size()));
+  const int64_t n_best = std::min<int64_t>((candidates + 1) / 2, static_cast<int64_t>(ranked.size()));
   std::partial_sort(ranked.begin(), ranked.begin() + n_best, ranked.end(),
                     [](const auto& a, const auto& b) { return a.first > b.first; });
   ranked.resize(n_best);
   thread_local std::vector<uint8_t> chosen;
   chosen.assign(static_cast<size_t>(n_cold), 0);
   for (const auto& r : ranked) chosen[r.second] = 1;
-  for (int64_t i = 0; i < n_best && static_cast<int64_t>(ranked.size()) < candidates_; ++i) {
+  for (int64_t i = 0; i < n_best && static_cast<int64_t>(ranked.size()) < candidates; ++i) {
     const int64_t k = ranked[i].second;
     for (int64_t nb : {k + 1, k - 1}) {
       if (nb < 0 || nb >= n_cold || chosen[nb]) continue;
       if (std::abs(l.cold[nb].index - l.cold[k].index) != std::abs(nb - k)) continue;
-      if (static_cast<int64_t>(ranked.size()) >= candidates_) break;
+      if (static_cast<int64_t>(ranked.size()) >= candidates) break;
       chosen[nb] = 1;
       ranked.emplace_back(ranked[i].first, nb);
     }
@@ -191,8 +204,8 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
                   key_elems);
     const int32_t first_pos = table.position(table.FirstToken(l.cold[ranked[c].second].index));
     for (int s = 0; s < n_obs; ++s) {
-      if (first_pos > obs.position(layer, s)) continue;
-      const float* q = obs.query(layer, s);
+      if (first_pos > position(s)) continue;
+      const float* q = query(s);
       for (int g = 0; g < n_kv; ++g) {
         ScoreFp32Keys(q + static_cast<int64_t>(g) * group * hd, group,
                       keys.data() + static_cast<int64_t>(g) * window * hd, hd, window, hd, scale,
@@ -259,6 +272,22 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     scores[w.index] = w.score;
   }
 }
+
+void RecallSource::Configure(int n_layers, int n_heads, int head_dim) {
+  last_q_.assign(wanted_ ? n_layers : 0, std::vector<float>(static_cast<size_t>(n_heads) * head_dim));
+  last_pos_.assign(last_q_.size(), 0);
+  has_last_.assign(last_q_.size(), 0);
+}
+
+void RecallSource::RememberQuery(int layer, int n, const int32_t* pos, const float* q) {
+  if (n <= 0 || last_q_.empty()) return;
+  std::vector<float>& row = last_q_[layer];
+  std::copy_n(q + static_cast<int64_t>(n - 1) * row.size(), row.size(), row.begin());
+  last_pos_[layer] = pos[n - 1];
+  has_last_[layer] = 1;
+}
+
+void RecallSource::Forget() { std::fill(has_last_.begin(), has_last_.end(), 0); }
 
 void RecallSource::Describe(int layer, const ResidentReader& cache, std::span<BandWindow> windows,
                             LayerBand& band) const {

@@ -3,6 +3,8 @@
 // observation buffer) rank every window of a layer -- resident ones exactly, cold ones first by
 // their digests and then, for the best of them, exactly.
 //
+// At a decoding step the last generated token's queries rank instead (a query per layer, kept
+// while decoding; the next tokens read what it reads), with a quarter of the candidates.
 // Per layer, for every observed query s and query head h:
 //   1. the exact logits of the resident keys the query sees (ScoreRange: fp16 and quantized),
 //      their max m[s][h];
@@ -50,6 +52,20 @@ class RecallSource final : public BandScoreSource {
                 LayerBand& band) const override;
   void Consumed(const ScoreStep& step) override;
 
+  // Sizes the last-query buffer (one query row per layer, charged with the cold tier's RAM).
+  void Configure(int n_layers, int n_heads, int head_dim);
+  // The last generated token's queries of a layer ([n][n_heads][head_dim], the last row kept),
+  // which rank the windows at the next decoding step; Forget() at a run's start.
+  void RememberQuery(int layer, int n, const int32_t* pos, const float* q);
+  void Forget();
+  // RAM the last-query buffer holds (a query row and its position per layer).
+  int64_t query_bytes() const {
+    return last_q_.empty() ? 0
+                           : static_cast<int64_t>(last_q_.size()) *
+                                 (static_cast<int64_t>(last_q_[0].size()) * 4 + 4);
+  }
+  static int64_t QueryBytesFor(int n_heads, int head_dim) { return int64_t{n_heads} * head_dim * 4 + 4; }
+
   // Bytes the step read back from the disk store to score candidates (KvStats).
   int64_t last_read_bytes() const { return last_read_bytes_; }
 
@@ -64,6 +80,10 @@ class RecallSource final : public BandScoreSource {
   std::vector<int64_t> shared_;                 // window indices, best first
   const DiskColdStore* disk_ = nullptr;
   bool active_ = false;
+  bool decode_step_ = false;
+  std::vector<std::vector<float>> last_q_;  // [layer][n_heads * head_dim]
+  std::vector<int32_t> last_pos_;
+  std::vector<uint8_t> has_last_;
   int64_t last_read_bytes_ = 0;
   std::vector<std::vector<float>> scores_;      // [layer][window index]
   std::vector<std::vector<ColdWindow>> cold_;   // [layer][cold window]

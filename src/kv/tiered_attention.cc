@@ -193,6 +193,7 @@ void TieredCache::Attend(int layer, int n, const int32_t* pos, const float* q, f
     GroupedAttentionOverPrefix(geo_, n, visible_.data(), q, out, pool, score, accumulate, none);
   }
   if (observation_.remembering()) observation_.Remember(layer, n, pos, q);
+  if (decoding_ && cold_tier()) recall_.RememberQuery(layer, n, pos, q);
 }
 
 void TieredCache::DenseLayer(int layer, std::vector<float>* keys, std::vector<float>* values,

@@ -55,6 +55,7 @@ TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, con
   query_.set_wanted(policy_->wants_observation());
   external_ = MakeWindowScoreSource(config_, geo_.n_layers, policy_->wants_external_scores());
   if (cold_tier()) {
+    recall_.Configure(geo_.n_layers, geo_.n_heads, geo_.head_dim);
     table_.set_digest_bytes(DigestBytes(
         config_.cold_digest, DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window}));
     recall_.set_disk(store_.disk());
@@ -90,6 +91,7 @@ void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   SetBudget(prompt_tokens, max_new_tokens);
   policy_->BeginRun();
   observation_.Release();
+  recall_.Forget();
   // Callers that do not announce batches (BeginBatch) observe every query from the start.
   if (observing()) {
     observation_.Hold();
@@ -107,6 +109,7 @@ void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
 
 // A prompt's queries are observed from its first batch on; generated tokens' are not.
 void TieredCache::BeginBatch(BatchKind kind) {
+  decoding_ = kind == BatchKind::kGenerated;
   observation_.set_remembering(observing() && kind != BatchKind::kGenerated);
   if (observation_.remembering() && !observation_.held()) observation_.Hold();
 }

@@ -235,6 +235,7 @@ class TieredCache : public KvCache, private ResidentReader {
   RouteClock clock_;
   bool for_forks_ = false;    // KeepStatisticsForForks(): score and observe, never route
   bool scores_known_ = true;  // false for a WithWindow() prefix: its window scores are zero
+  bool decoding_ = false;     // the current batch is generated tokens (BeginBatch)
 
   // Scratch of Attend and of routing steps, reused.
   std::vector<int64_t> visible_;

@@ -21,16 +21,32 @@
 #include <vector>
 
 #include "kv/kv_config.h"
+#include "kv/kv_options.h"
 #include "policy/registry.h"
 #include "policy/snapshot_keys.h"
 
 namespace qevict {
 namespace {
 
+const KvPolicyOption kRecallFocus({
+    .key = "recall_focus",
+    .type = KvOptionType::kInt,
+    .help = "qevict-recall: windows per layer the last generated token attends most, kept in "
+            "fp16 (recalled from the cold tier) at each decoding step",
+    .policies = "qevict-recall",
+    .origin = "*choice* (ours; Quest selects pages per query)",
+    .our_choice = true,
+    .min = 0,
+    .request_max = 4096,
+    .eval_variant = true,
+    .default_number = 4,
+});
+
 class QevictRecallPolicy : public Policy {
  public:
   explicit QevictRecallPolicy(const KvConfig& config)
-      : q_share_(config.q_share),
+      : focus_(kRecallFocus.GetInt(config)),
+        q_share_(config.q_share),
         prefill_q_share_(config.prefill_q_share),
         hysteresis_(static_cast<float>(config.hysteresis)) {}
 
@@ -48,7 +64,10 @@ class QevictRecallPolicy : public Policy {
     keys_.Reserve(n_layers);
     for (size_t l = 0; l < n_layers; ++l) {
       const LayerBand& band = context.layers[l];
-      if (!band.recall.empty()) {
+      // A prompt's recall scores become the snapshot; a decoding step's (the last token's
+      // attention) only say which windows it reads next (focus, FillLayer).
+      const bool decoding = context.trigger == BatchKind::kGenerated;
+      if (!band.recall.empty() && !decoding) {
         keys_.Take(band, l, band.recall.data(), static_cast<int64_t>(band.recall.size()));
       }
       keys_.Grow(band, l);
@@ -101,6 +120,19 @@ class QevictRecallPolicy : public Policy {
             ? budget
             : static_cast<int64_t>((1.0 - share) * static_cast<double>(budget));
     int64_t used = 0;
+    // At a decoding step, the `focus_` windows the last token attends most (band or recall
+    // candidates, by band.recall) go first: what the next tokens read, as Quest selects pages
+    // for each query, here from the cold tier too.
+    if (context.trigger == BatchKind::kGenerated && !band.recall.empty() && focus_ > 0) {
+      std::stable_sort(units_.begin(), units_.end(), [&](const Unit& a, const Unit& b) {
+        return RecallOf(band, a) > RecallOf(band, b);
+      });
+      std::stable_sort(units_.begin() + std::min<size_t>(focus_, units_.size()), units_.end(),
+                       [&](const Unit& a, const Unit& b) {
+                         if (a.key != b.key) return a.key > b.key;
+                         return IndexOf(band, a) > IndexOf(band, b);
+                       });
+    }
     // The windows the layers share (band.shared) go first, wherever they are.
     // (In reverse: each goes to the front, so the best ends first.)
     for (auto it = band.shared.rbegin(); it != band.shared.rend(); ++it) {
@@ -148,6 +180,11 @@ class QevictRecallPolicy : public Policy {
     }
   }
 
+  static float RecallOf(const LayerBand& band, const Unit& u) {
+    const int64_t i = IndexOf(band, u);
+    return i < static_cast<int64_t>(band.recall.size()) ? band.recall[i] : 0.0f;
+  }
+
   static int64_t IndexOf(const LayerBand& band, const Unit& u) {
     return u.band >= 0 ? band.windows[u.band].index : band.cold[u.cold].index;
   }
@@ -161,6 +198,7 @@ class QevictRecallPolicy : public Policy {
     }
   }
 
+  int focus_;
   double q_share_, prefill_q_share_;
   float hysteresis_;
   SnapshotKeys keys_;
