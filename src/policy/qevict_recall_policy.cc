@@ -16,8 +16,6 @@
 // candidates. Between prompts (decoding) nothing is recalled: the digests are scored only
 // against prompt queries (docs/kv-cache.md says what is left to build).
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "kv/kv_config.h"
@@ -102,16 +100,6 @@ class QevictRecallPolicy : public Policy {
       if (a.key != b.key) return a.key > b.key;
       return IndexOf(band, a) > IndexOf(band, b);
     });
-    if (std::getenv("QEVICT_RECALL_DEBUG") && !band.recall.empty()) {
-      std::fprintf(stderr, "L%zu shared:", l);
-      for (int64_t i : band.shared) std::fprintf(stderr, " %lld", static_cast<long long>(i));
-      std::fprintf(stderr, " units %zu top:", units_.size());
-      for (size_t u = 0; u < std::min<size_t>(units_.size(), 12); ++u) {
-        std::fprintf(stderr, " %s%lld:%.3f", units_[u].band >= 0 ? "r" : "c",
-                     static_cast<long long>(IndexOf(band, units_[u])), units_[u].key);
-      }
-      std::fprintf(stderr, "\n");
-    }
     const int64_t budget = band.budget_bytes;
     const int64_t fp = context.fp_window_bytes, q = context.q_window_bytes;
     const double share = context.trigger == BatchKind::kPromptChunk ? prefill_q_share_ : q_share_;
