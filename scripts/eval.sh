@@ -35,7 +35,7 @@ OUT=${OUT:-eval-out}
 THREADS=${THREADS:-$(nproc)}
 SEED=${SEED:-1}
 QUICK=${QUICK:-0}
-PART=${PART:-headline}  # headline (make eval), long (make eval-long), extra (make eval-extra), qa (make eval-qa)
+PART=${PART:-headline}  # headline (make eval), long (make eval-long), extra (make eval-extra), qa (make eval-qa), recall (make eval-recall)
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
@@ -52,6 +52,7 @@ COMMIT_SHARDS=${COMMIT_SHARDS:-0}
 FRESH=${FRESH:-0}
 DEST=docs/results
 [ "$PART" = qa ] && DEST=docs/results-qa
+[ "$PART" = recall ] && DEST=docs/results-recall
 
 RUNS=()
 STEP=0
@@ -139,6 +140,17 @@ elif [ "$PART" = qa ]; then
     run "qa-smol-drift-$short" "$SMOL" "${PE[@]}" "${QA[@]}" --protocol "$proto" --tasks drift \
       --lengths 2048 --samples 30
   done
+elif [ "$PART" = recall ]; then
+  # Issue 38's cold tier and recall (docs/results-recall.md): qevict-recall against the paper's
+  # qevict, the query-aware policies without recall (qevict-qa, snapkv) and the Quest-style
+  # anchor (everything in RAM, the top pages attended per token), context-only protocol (the
+  # question after the document, as chat, server sessions and --prompt-cache use the cache),
+  # 30 a cell, budgets 0.05 and 0.1. About 20 min a 2k run on 2 cores, 45 a 4k one.
+  TOTAL=3
+  RECALL=(--budgets 0.05,0.1 --protocol context-only --policies qevict,qevict-qa,snapkv,quest,qevict-recall)
+  run recall-smol-niah-ctx "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"
+  run recall-smol-drift-ctx "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks drift --lengths 2048 --samples 30
+  run recall-smol-niah-4k-ctx "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks niah --lengths 4096 "${DEPTHS10[@]}"
 elif [ "$PART" = long ]; then
   TOTAL=4
   # At 16k tokens the rings are 14% of the cache: budgets from 0.2. Needles with every default

@@ -16,3 +16,8 @@ if compgen -G "docs/results-qa/runs/*" >/dev/null; then
     --out docs/results-query-agnostic-test.md --images docs/results-qa \
     --notes scripts/results_qa_notes.md docs/results-qa/runs/*
 fi
+# Issue 38's cold tier and recall, context-only (scripts/eval.sh PART=recall).
+if compgen -G "docs/results-recall/runs/*" >/dev/null; then
+  "$PY" scripts/render_results.py --qevict "${BIN:-build/qevict}" \
+    --out docs/results-recall.md --images docs/results-recall docs/results-recall/runs/*
+fi

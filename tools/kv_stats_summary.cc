@@ -85,8 +85,16 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
   if (s.sliding_layers > 0) {
     out += " (sliding-window rings " + SummaryMiB(s.sliding_bytes) + " in fp16)";
   }
-  if (s.cold_bytes > 0)
+  if (s.cold_bytes > 0 && s.cold_written_bytes == 0 && s.cold_windows == 0)
     out += "; exact-recovery cold store " + SummaryMiB(s.cold_bytes) + " on disk";
+  if (s.cold_written_bytes > 0 || s.cold_windows > 0) {  // the cold tier (qevict-recall)
+    out += "\n  cold tier: " + std::to_string(s.cold_windows) + " windows on disk (" +
+           SummaryMiB(s.cold_bytes) + ", exact; not resident), their digests and records " +
+           SummaryMiB(s.cold_ram_bytes) + " in RAM (inside metadata)\n    written " +
+           SummaryMiB(s.cold_written_bytes) + ", read back " + SummaryMiB(s.cold_read_bytes) +
+           " (" + SummaryMiB(s.cold_score_read_bytes) + " to score recall candidates), " +
+           std::to_string(s.recalls) + " windows recalled into fp16";
+  }
   out += "\n  reserved " + SummaryMiB(s.reserved_bytes) + "; process RSS " +
          SummaryMiB(memory.rss_bytes) + " (peak " + SummaryMiB(memory.peak_rss_bytes) + ")";
   if (budget && s.prefill_peak_bytes > Limit(s)) {
