@@ -973,6 +973,38 @@ def test_session_cache_endpoint(srv, args):
     assert moves["evictions"] >= first["moves"]["evictions"] > 0, (first["moves"], moves)
 
 
+def test_cold_tier_session(srv, args):
+    """A kept conversation with qevict-recall: what leaves RAM is on disk (cold windows, none
+    evicted), the cache endpoint and the kv object say so, and the next question continues from
+    the kept cache within the budget."""
+    sid = "cold-%d" % time.time_ns()
+    document = parcel_document(chars=3000)
+    kv = {"policy": "qevict-recall", "budget": 0.2}
+    messages = [{"role": "user", "content": document + "\n\n" + QUESTIONS[0]}]
+    kvs, reports = [], []
+    for question in QUESTIONS[1:3]:
+        status, body = srv.post("/v1/chat/completions",
+                                {"messages": messages, "max_tokens": 16, "temperature": 0,
+                                 "kv": kv, "session_id": sid})
+        assert status == 200, body
+        kvs.append(body["kv"])
+        reports.append(session_cache(srv, sid))
+        messages += [{"role": "assistant", "content": body["choices"][0]["message"]["content"]},
+                     {"role": "user", "content": question}]
+        last_usage = body["usage"]
+    assert last_usage["prompt_tokens_details"]["cached_tokens"] == reports[0]["tokens"], last_usage
+    for k, report in zip(kvs, reports):
+        assert report["policy"] == "qevict-recall"
+        assert not k["infeasible"], k
+        assert k["cold_windows"] > 0 and k["evicted_windows"] == 0, k
+        assert k["cold_bytes"] > 0 and k["cold_written_bytes"] >= k["cold_bytes"], k
+        assert k["resident_bytes"] <= k["budget_bytes"], k
+        windows = report["tiers"]["windows"]
+        assert sum(w["cold"] for w in windows) == k["cold_windows"], k
+        assert all(w["evicted"] == 0 for w in windows)
+        assert report["bytes"]["cold"] == k["cold_bytes"], report["bytes"]
+
+
 def test_sessions_continue_like_one_process(srv, args):
     """Three turns over one document: every later request reuses everything the previous one
     left in the cache (its prompt and its answer), and the answers are those of `qevict chat`,
@@ -1254,7 +1286,8 @@ GROUPS = {
     # `make test-long` only (CTest label `long`): the soak, many rounds of mixed load.
     "soak": ([test_soak_streaming_clients_and_sessions], []),
     # Conversations kept between requests.
-    "sessions": ([test_session_cache_endpoint, test_sessions_continue_like_one_process,
+    "sessions": ([test_session_cache_endpoint, test_cold_tier_session,
+                  test_sessions_continue_like_one_process,
                   test_sessions_divergent_history_never_reuses,
                   test_sessions_concurrent_conversations_are_isolated],
                  [test_sessions_bounded_by_count_and_ttl,
