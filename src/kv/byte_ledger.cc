@@ -69,7 +69,18 @@ int64_t ByteLedger::WorstReservedBytes(const KvConfig& config, const KvGeometry&
   // floor kept whatever the budget: sinks, the recent region, the window being filled and the
   // one being closed.
   const int64_t recent_windows = (config.recent + window - 1) / window;
-  const int64_t floor = fp16_blocks(sinks + (recent_windows + 2) * window) + positions(run_tokens);
+  int64_t floor = fp16_blocks(sinks + (recent_windows + 2) * window) + positions(run_tokens);
+  if (policy.keeps_cold()) {  // the cold tier's RAM: every window's record, digest, checksum
+    const DigestGeometry dg{geometry.n_kv_heads, geometry.head_dim, config.window};
+    const int64_t per_window =
+        static_cast<int64_t>(sizeof(ColdRecord)) + DigestBytes(config.cold_digest, dg) + kColdSlotBytes;
+    const int64_t r = DigestContextRank(config.cold_digest, dg);
+    const int64_t n = geometry.n_kv_heads, d = geometry.head_dim;
+    const int64_t context =
+        !DigestNeedsContext(config.cold_digest) ? 0 : r == 0 ? n * d * 2 * 2 : n * (d + 2 * r * d + r) * 2;
+    floor += layers * (windows(run_tokens) * per_window + context +
+                       RecallSource::QueryBytesFor(geometry.n_heads, geometry.head_dim));
+  }
   int64_t steady = std::max(*budget, floor);
   if (!policy.evicts()) {  // every window past the floor stays, quantized, whatever the budget
     const QuantLayout q = QuantLayout::Make(geometry.n_kv_heads, config.window,
