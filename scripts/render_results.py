@@ -893,23 +893,26 @@ def section_pictures(page, images, out_path):
 
 
 # ----------------------------------------------------------------------------- main
-def regenerate_command(out, images, notes, dirs):
+def regenerate_command(out, images, notes, dirs, wins=MAIN_POLICIES):
     cmd = ["python3", "scripts/render_results.py", "--out", out, "--images", images]
     if notes != DEFAULT_NOTES:
         cmd += ["--notes", notes]
+    if tuple(wins) != MAIN_POLICIES:
+        cmd += ["--wins", ",".join(wins)]
     return shlex.join(cmd + dirs)
 
 
-def render(dirs, out_path, images, notes, qevict):
+def render(dirs, out_path, images, notes, qevict, wins=MAIN_POLICIES):
     runs = [Run(d) for d in dirs]
     if not any(run.rows for run in runs):
         raise SystemExit("render_results: no rows in " + ", ".join(dirs))
     report = pe.run_report(qevict, [run.dir for run in runs], [run.summary for run in runs])
     page = Page(report, runs)
-    md = section_header(regenerate_command(out_path, images, notes, [r.dir for r in runs]), notes)
+    md = section_header(regenerate_command(out_path, images, notes, [r.dir for r in runs], wins),
+                        notes)
     md += section_runs(page) + section_reading() + section_full(page) + section_goals(page)
     md += section_notes(notes) + section_tables(page) + section_memory(page)
-    for policy in MAIN_POLICIES:
+    for policy in wins:
         md += section_wins(page, policy)
     md += section_ablations(page) + section_diagnostics(page)
     md += section_pictures(page, images, out_path)
@@ -922,6 +925,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", metavar="DIR", help="`qevict eval` output directories")
     ap.add_argument("--out", default="docs/results.md", help="Markdown file to write")
+    ap.add_argument("--wins", default=",".join(MAIN_POLICIES),
+                    help="policies with a 'Where POLICY wins and where it loses' section "
+                         "(comma-separated; default %(default)s)")
     ap.add_argument("--images", default="docs/results", help="directory for the pictures")
     ap.add_argument("--notes", default=DEFAULT_NOTES,
                     help="hand-written interpretation included verbatim (default "
@@ -937,7 +943,7 @@ def main():
     try:
         if args.commit_rows:
             dirs = [commit_run(d, args.commit_rows) for d in dirs]
-        render(dirs, args.out, args.images, args.notes, args.qevict)
+        render(dirs, args.out, args.images, args.notes, args.qevict, tuple(args.wins.split(",")))
     except OSError as e:
         print(f"render_results: {e}", file=sys.stderr)
         return 1

@@ -19,5 +19,6 @@ fi
 # Issue 38's cold tier and recall, context-only (scripts/eval.sh PART=recall).
 if compgen -G "docs/results-recall/runs/*" >/dev/null; then
   "$PY" scripts/render_results.py --qevict "${BIN:-build/qevict}" \
-    --out docs/results-recall.md --images docs/results-recall docs/results-recall/runs/*
+    --out docs/results-recall.md --images docs/results-recall \
+    --notes scripts/results_recall_notes.md --wins qevict-recall,quest docs/results-recall/runs/*
 fi
