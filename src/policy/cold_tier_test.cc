@@ -10,6 +10,7 @@
 #include "kv/kv_test_util.h"
 #include "kv/tiered_cache.h"
 #include "policy/registry.h"
+#include "util/byte_stream.h"
 #include "util/error.h"
 
 namespace qevict {
@@ -118,6 +119,56 @@ TEST(ColdTier, AQuestionRecallsTheColdWindowItPointsAtBitExact) {
     testing::RunBatch(cache, model, kPrompt + kQuestion + i, 1, BatchKind::kGenerated, pool);
     ASSERT_NO_THROW(cache.CheckInvariants());
     ASSERT_LE(cache.Stats().resident_bytes(), *cache.budget());
+  }
+}
+
+// A prompt cache holds the cold tier: a cache loaded from a saved one has the same windows cold
+// (in its own file), the same bytes, and a question recalls from it what it would have recalled
+// from the original, bit for bit.
+TEST(ColdTier, APromptCacheHoldsTheColdTierAndRecallsFromIt) {
+  Fixture f;
+  std::unique_ptr<KvCache> owned, loaded_owned;
+  TieredCache& cache = f.Make(owned);
+  testing::SyntheticModel model(f.geo, 7, 1.0f);
+  ThreadPool pool(1);
+  cache.BeginRun(kPrompt, 8);
+  testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+  ASSERT_GT(cache.Stats().cold_windows, 0);
+  ByteWriter out;
+  cache.SaveState(out);
+  TieredCache& loaded = f.Make(loaded_owned);
+  ByteReader in(out.bytes(), "saved cache");
+  loaded.LoadState(in);
+  ASSERT_NO_THROW(loaded.CheckInvariants());
+  EXPECT_EQ(loaded.Stats().cold_windows, cache.Stats().cold_windows);
+  EXPECT_EQ(loaded.Stats().cold_bytes, cache.Stats().cold_bytes);
+  EXPECT_EQ(loaded.Stats().resident_bytes(), cache.Stats().resident_bytes());
+  EXPECT_NE(loaded.cold_fd_for_testing(), cache.cold_fd_for_testing());  // a file of its own
+  for (int layer = 0; layer < f.geo.n_layers; ++layer) {
+    const WindowView a = cache.View(layer), b = loaded.View(layer);
+    ASSERT_EQ(a.windows.size(), b.windows.size());
+    for (size_t w = 0; w < a.windows.size(); ++w) EXPECT_EQ(a.windows[w].tier, b.windows[w].tier);
+  }
+  // The same question to both: the same windows come back, with the same bytes.
+  model.query_override = [&](int layer, int32_t pos, float* q) {
+    if (pos < kPrompt) return;
+    for (int i = 0; i < f.geo.n_heads * f.geo.head_dim; ++i) q[i] *= 3.0f;
+  };
+  for (TieredCache* c : {&cache, &loaded}) {
+    c->ContinueRun(kQuestion, 8);
+    testing::RunBatch(*c, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool);
+    ASSERT_NO_THROW(c->CheckInvariants());
+  }
+  EXPECT_EQ(loaded.Stats().recalls, cache.Stats().recalls);
+  EXPECT_GT(cache.Stats().recalls, 0);
+  for (int layer = 0; layer < f.geo.n_layers; ++layer) {
+    std::vector<float> k, v, lk, lv;
+    std::vector<int32_t> pos, lpos;
+    cache.DenseLayer(layer, &k, &v, &pos);
+    loaded.DenseLayer(layer, &lk, &lv, &lpos);
+    EXPECT_EQ(pos, lpos);
+    EXPECT_EQ(k, lk);
+    EXPECT_EQ(v, lv);
   }
 }
 
