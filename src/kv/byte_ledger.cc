@@ -74,12 +74,7 @@ int64_t ByteLedger::WorstReservedBytes(const KvConfig& config, const KvGeometry&
     const DigestGeometry dg{geometry.n_kv_heads, geometry.head_dim, config.window};
     const int64_t per_window =
         static_cast<int64_t>(sizeof(ColdRecord)) + DigestBytes(config.cold_digest, dg) + kColdSlotBytes;
-    const int64_t r = DigestContextRank(config.cold_digest, dg);
-    const int64_t n = geometry.n_kv_heads, d = geometry.head_dim;
-    const int64_t context =
-        !DigestNeedsContext(config.cold_digest) ? 0 : r == 0 ? n * d * 2 * 2 : n * (d + 2 * r * d + r) * 2;
-    floor += layers * (windows(run_tokens) * per_window + context +
-                       RecallSource::QueryBytesFor(geometry.n_heads, geometry.head_dim));
+    floor += layers * (windows(run_tokens) * per_window + ColdLayerBytes(config, geometry));
   }
   int64_t steady = std::max(*budget, floor);
   if (!policy.evicts()) {  // every window past the floor stays, quantized, whatever the budget
@@ -108,14 +103,17 @@ int64_t ByteLedger::MetaBytes() const {
          observation_.bytes() + ColdRamBytes();
 }
 
-int64_t ByteLedger::DigestContextCost() const {
-  if (table_.digest_bytes() == 0) return 0;
-  const int64_t query = RecallSource::QueryBytesFor(geo_.n_heads, geo_.head_dim);
-  if (!DigestNeedsContext(config_.cold_digest)) return query;
-  const int64_t n = geo_.n_kv_heads, d = geo_.head_dim;
-  const int64_t r = DigestContextRank(config_.cold_digest,
-                                      DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window});
+int64_t ByteLedger::ColdLayerBytes(const KvConfig& config, const KvGeometry& geometry) {
+  const int64_t query = RecallSource::QueryBytesFor(geometry.n_heads, geometry.head_dim);
+  if (!DigestNeedsContext(config.cold_digest)) return query;
+  const DigestGeometry dg{geometry.n_kv_heads, geometry.head_dim, config.window};
+  const int64_t n = geometry.n_kv_heads, d = geometry.head_dim;
+  const int64_t r = DigestContextRank(config.cold_digest, dg);
   return query + (r == 0 ? n * d * 2 * 2 : n * (d + 2 * r * d + r) * 2);  // DigestContext::bytes()
+}
+
+int64_t ByteLedger::DigestContextCost() const {
+  return table_.digest_bytes() == 0 ? 0 : ColdLayerBytes(config_, geo_);
 }
 
 int64_t ByteLedger::ColdRamBytes() const {

@@ -59,7 +59,8 @@ class ByteLedger {
   }
   // Per layer, what the cold tier holds whatever the windows: the last generated token's query
   // (decoding steps rank by it) and the digest context (context digests), in the floor.
-  int64_t DigestContextCost() const;
+  static int64_t ColdLayerBytes(const KvConfig& config, const KvGeometry& geometry);
+  int64_t DigestContextCost() const;  // ColdLayerBytes, 0 without a cold tier
   // RAM the cold tier holds now: cold records and digests, and a checksum per disk slot.
   int64_t ColdRamBytes() const;
 
