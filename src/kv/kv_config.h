@@ -96,6 +96,9 @@ struct KvConfig {
   DigestKind cold_digest = DigestKind::kMeanKeyQ4C;
   int64_t cold_disk_limit = -1;
   int recall_candidates = 32;  // cold windows per layer read back and scored exactly per prompt
+  // Windows per layer a later prompt batch recalls before it attends (0: none; recall only at
+  // the prompt's end routing step).
+  int recall_prompt = 4;
   int recall_shared = 8;       // windows every layer recalls: the best recall finds in any layer
 
   // Observation window: the last prompt queries whose attention the cache keeps for the

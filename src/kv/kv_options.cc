@@ -300,6 +300,17 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .eval_variant = true,
        .get = &GetField<&KvConfig::recall_candidates>,
        .set = &SetField<&KvConfig::recall_candidates>},
+      {.key = "recall_prompt",
+       .type = T::kInt,
+       .help = "cold tier: cold windows per layer a later prompt (a question) recalls into fp16 "
+               "by its own queries before it attends, held until its end re-plans (0: none)",
+       .origin = "*choice* (ours; Quest reads prompts with full attention)",
+       .our_choice = true,
+       .min = 0,
+       .request_max = 4096,
+       .eval_variant = true,
+       .get = &GetField<&KvConfig::recall_prompt>,
+       .set = &SetField<&KvConfig::recall_prompt>},
       {.key = "recall_shared",
        .type = T::kInt,
        .help = "cold tier: windows every layer keeps in fp16 (recalled where cold) by the "

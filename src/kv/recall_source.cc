@@ -104,10 +104,23 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   const int sink = table.SinkTokens(l);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // The queries that rank: the prompt's last ones, or the last generated token's.
+  // (ScoreBatch: the last rows of a prompt batch, before it attends.)
   const bool decode = decode_step_;
-  const int n_obs = decode ? (has_last_[layer] ? 1 : 0) : obs.filled(layer);
-  auto query = [&](int s) { return decode ? last_q_[layer].data() : obs.query(layer, s); };
-  auto position = [&](int s) { return decode ? last_pos_[layer] : obs.position(layer, s); };
+  const int64_t row = int64_t{n_heads} * hd;
+  const int batch_rows = batch_q_ != nullptr ? std::min(batch_n_, obs.capacity()) : 0;
+  const int n_obs = batch_q_ != nullptr ? batch_rows
+                    : decode            ? (has_last_[layer] ? 1 : 0)
+                                        : obs.filled(layer);
+  auto query = [&](int s) {
+    return batch_q_ != nullptr ? batch_q_ + (batch_n_ - batch_rows + s) * row
+           : decode            ? last_q_[layer].data()
+                               : obs.query(layer, s);
+  };
+  auto position = [&](int s) {
+    return batch_q_ != nullptr ? batch_pos_[batch_n_ - batch_rows + s]
+           : decode            ? last_pos_[layer]
+                               : obs.position(layer, s);
+  };
   const int candidates = decode ? std::max(1, candidates_ / 4) : candidates_;
   const int64_t n_res = table.ResidentTokens(l);
   std::vector<float>& scores = scores_[layer];
@@ -273,7 +286,25 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   }
 }
 
+void RecallSource::ScoreBatch(int layer, const ResidentReader& cache, int n, const int32_t* pos,
+                              const float* q) {
+  const WindowTable& table = cache.table();
+  const LayerWindows& l = table.layer(layer);
+  std::vector<ColdWindow>& cold = cold_[layer];
+  cold.resize(l.cold.size());
+  for (size_t k = 0; k < cold.size(); ++k) {
+    cold[k] = ColdWindow{l.cold[k].index, table.position(table.FirstToken(l.cold[k].index)),
+                         false, 0.0f};
+  }
+  batch_q_ = q, batch_pos_ = pos, batch_n_ = n;
+  ComputeLayer(layer, cache);
+  batch_q_ = nullptr;
+}
+
 void RecallSource::Configure(int n_layers, int n_heads, int head_dim) {
+  scores_.resize(n_layers);
+  cold_.resize(n_layers);
+  read_bytes_.assign(n_layers, 0);
   last_q_.assign(wanted_ ? n_layers : 0, std::vector<float>(static_cast<size_t>(n_heads) * head_dim));
   last_pos_.assign(last_q_.size(), 0);
   has_last_.assign(last_q_.size(), 0);

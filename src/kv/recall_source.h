@@ -58,6 +58,13 @@ class RecallSource final : public BandScoreSource {
   // which rank the windows at the next decoding step; Forget() at a run's start.
   void RememberQuery(int layer, int n, const int32_t* pos, const float* q);
   void Forget();
+  // Scores one layer's windows against the last rows of a prompt batch's queries ([n][n_heads]
+  // [head_dim] at positions pos) before the batch attends (KvConfig::recall_prompt): cold(layer)
+  // then lists the layer's cold windows with the candidates scored.
+  void ScoreBatch(int layer, const ResidentReader& cache, int n, const int32_t* pos,
+                  const float* q);
+  const std::vector<ColdWindow>& cold(int layer) const { return cold_[layer]; }
+  int64_t read_bytes(int layer) const { return read_bytes_[layer]; }
   // RAM the last-query buffer holds (a query row and its position per layer).
   int64_t query_bytes() const {
     return last_q_.empty() ? 0
@@ -81,6 +88,9 @@ class RecallSource final : public BandScoreSource {
   const DiskColdStore* disk_ = nullptr;
   bool active_ = false;
   bool decode_step_ = false;
+  const float* batch_q_ = nullptr;  // ScoreBatch's queries while it runs
+  const int32_t* batch_pos_ = nullptr;
+  int batch_n_ = 0;
   std::vector<std::vector<float>> last_q_;  // [layer][n_heads * head_dim]
   std::vector<int32_t> last_pos_;
   std::vector<uint8_t> has_last_;

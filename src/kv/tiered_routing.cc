@@ -257,6 +257,30 @@ void TieredCache::FitDigestContext(LayerWindows& l, const WindowRecord& first, c
   l.has_digest_context = true;
 }
 
+// KvConfig::recall_prompt: the cold windows a prompt batch's last queries attend most (the
+// best recall_focus candidates by exact score, with their pooled neighbours' scores), back
+// into fp16 before the batch attends. They are held on top of the budget until the prompt's
+// end routes the layer again, as a prompt chunk is.
+void TieredCache::RecallForPrompt(int layer, int n, const int32_t* pos, const float* q) {
+  LayerWindows& l = table_.layer(layer);
+  recall_.ScoreBatch(layer, *this, n, pos, q);
+  ledger_.counters().cold_score_read_bytes += recall_.read_bytes(layer);
+  std::vector<std::pair<float, int32_t>> best;
+  for (const ColdWindow& c : recall_.cold(layer)) {
+    if (c.candidate && c.score > 0.0f) best.emplace_back(c.score, static_cast<int32_t>(c.index));
+  }
+  const size_t keep = std::min<size_t>(best.size(), static_cast<size_t>(config_.recall_prompt));
+  std::partial_sort(best.begin(), best.begin() + keep, best.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<int32_t> indices;
+  for (size_t k = 0; k < keep; ++k) indices.push_back(best[k].second);
+  std::sort(indices.begin(), indices.end());
+  thread_local std::vector<uint8_t> bytes;
+  RecallLayer(l, indices, bytes);
+  ledger_.counters().recalls += static_cast<int64_t>(indices.size());
+  ledger_.UpdatePeaks();
+}
+
 // Cold windows (by index) back into fp16, read in one batch; each keeps its disk copy, so a
 // later demotion or return to the cold tier writes nothing.
 void TieredCache::RecallLayer(LayerWindows& l, std::span<const int32_t> indices,
