@@ -105,7 +105,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // The queries that rank: the prompt's last ones, or the last generated token's.
   // (ScoreBatch: the last rows of a prompt batch, before it attends.)
-  const bool decode = decode_step_;
+  const bool decode = decode_step_ && batch_q_ == nullptr;
   const int64_t row = int64_t{n_heads} * hd;
   const int batch_rows = batch_q_ != nullptr ? std::min(batch_n_, obs.capacity()) : 0;
   const int n_obs = batch_q_ != nullptr ? batch_rows
