@@ -26,12 +26,10 @@ double RecallSource::Prepare(const ScoreStep& step, const ResidentReader& cache,
   last_read_bytes_ = 0;
   // Every step shows the policy the cold windows; only a prompt batch's step scores them.
   for (int layer = 0; layer < n_layers; ++layer) {
-    const LayerWindows& l = table.layer(layer);
-    std::vector<ColdWindow>& cold = cold_[layer];
-    cold.resize(wanted_ ? l.cold.size() : 0);
-    for (size_t k = 0; k < cold.size(); ++k) {
-      cold[k] = ColdWindow{l.cold[k].index,
-                           table.position(table.FirstToken(l.cold[k].index)), false, 0.0f};
+    if (wanted_) {
+      DescribeCold(table, layer);
+    } else {
+      cold_[layer].clear();
     }
   }
   // A prompt batch's step ranks by the prompt's last queries; a decoding step by the last
@@ -286,9 +284,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   }
 }
 
-void RecallSource::ScoreBatch(int layer, const ResidentReader& cache, int n, const int32_t* pos,
-                              const float* q) {
-  const WindowTable& table = cache.table();
+void RecallSource::DescribeCold(const WindowTable& table, int layer) {
   const LayerWindows& l = table.layer(layer);
   std::vector<ColdWindow>& cold = cold_[layer];
   cold.resize(l.cold.size());
@@ -296,6 +292,11 @@ void RecallSource::ScoreBatch(int layer, const ResidentReader& cache, int n, con
     cold[k] = ColdWindow{l.cold[k].index, table.position(table.FirstToken(l.cold[k].index)),
                          false, 0.0f};
   }
+}
+
+void RecallSource::ScoreBatch(int layer, const ResidentReader& cache, int n, const int32_t* pos,
+                              const float* q) {
+  DescribeCold(cache.table(), layer);
   batch_q_ = q, batch_pos_ = pos, batch_n_ = n;
   ComputeLayer(layer, cache);
   batch_q_ = nullptr;

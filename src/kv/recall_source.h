@@ -79,6 +79,7 @@ class RecallSource final : public BandScoreSource {
  private:
   void ComputeLayer(int layer, const ResidentReader& cache);
   void ComputeShared(const ResidentReader& cache);
+  void DescribeCold(const WindowTable& table, int layer);  // cold_[layer], none scored yet
 
   bool wanted_;
   DigestKind kind_;

@@ -287,22 +287,21 @@ void TieredCache::RecallLayer(LayerWindows& l, std::span<const int32_t> indices,
                               std::vector<uint8_t>& bytes) {
   if (indices.empty()) return;
   const int64_t fp_block_bytes = ledger_.fp_block_bytes();
+  auto find = [&](int32_t index) {
+    const auto it = std::lower_bound(l.cold.begin(), l.cold.end(), index,
+                                     [](const ColdRecord& c, int32_t i) { return c.index < i; });
+    QEVICT_CHECK(it != l.cold.end() && it->index == index);
+    return it;
+  };
   thread_local std::vector<int32_t> slots;
   slots.clear();
-  for (int32_t index : indices) {
-    const auto it = std::lower_bound(
-        l.cold.begin(), l.cold.end(), index,
-        [](const ColdRecord& c, int32_t i) { return c.index < i; });
-    QEVICT_CHECK(it != l.cold.end() && it->index == index);
-    slots.push_back(it->slot);
-  }
+  for (int32_t index : indices) slots.push_back(find(index)->slot);
   bytes.resize(static_cast<size_t>(fp_block_bytes) * slots.size());
   store_.disk()->ReadBlocks(slots, bytes.data());
+  // (Taking a record shifts the ones after it: each is found again by its index.)
   for (size_t i = 0; i < indices.size(); ++i) {
-    const auto it = std::lower_bound(
-        l.cold.begin(), l.cold.end(), indices[i],
-        [](const ColdRecord& c, int32_t index) { return c.index < index; });
-    const ColdRecord record = table_.TakeCold(l, static_cast<size_t>(it - l.cold.begin()));
+    const ColdRecord record =
+        table_.TakeCold(l, static_cast<size_t>(find(indices[i]) - l.cold.begin()));
     uint8_t* dst;
     const uint32_t block = store_.Allocate(WindowStore::Kind::kFp16, &dst);
     std::memcpy(dst, bytes.data() + static_cast<int64_t>(i) * fp_block_bytes, fp_block_bytes);
