@@ -505,20 +505,22 @@ def test_request_log_line(srv, args):
     srv.get("/health")
 
     # A request of an earlier test may still end after the marker (a client that went away, its
-    # generation finishing): this test's lines are found by what they are, in order.
+    # generation finishing): this test's lines are found by what they are. A streamed response
+    # is logged once its connection's handler returns, which can be after the client has read
+    # the last chunk and sent /health on another connection: only the whole response's line is
+    # sure to come first.
     def ours():
-        lines = log_lines(srv, marker)
-        found = []
-        for line in lines:
-            if len(found) == 0 and line["path"] == "/v1/chat/completions" and \
-                    line["policy"] == "qevict":
-                found.append(line)
-            elif len(found) == 1 and line["path"] == "/v1/chat/completions" and \
-                    line["policy"] == "full":
-                found.append(line)
-            elif len(found) == 2 and line["path"] == "/health":
-                found.append(line)
-        return found
+        whole = streamed = health = None
+        for line in log_lines(srv, marker):
+            chat = line["path"] == "/v1/chat/completions"
+            if whole is None:
+                if chat and line["policy"] == "qevict":
+                    whole = line
+            elif streamed is None and chat and line["policy"] == "full":
+                streamed = line
+            elif health is None and line["path"] == "/health":
+                health = line
+        return [x for x in (whole, streamed, health) if x is not None]
     wait_until(lambda: len(ours()) == 3, 10, "this test's three log lines")
     whole, streamed, health = ours()
     assert whole["method"] == "POST" and whole["path"] == "/v1/chat/completions", whole
