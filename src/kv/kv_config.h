@@ -95,6 +95,9 @@ struct KvConfig {
   // the most bytes the cold file may hold on disk (-1: no limit but the disk's).
   DigestKind cold_digest = DigestKind::kMeanKeyQ4C;
   int64_t cold_disk_limit = -1;
+  // At a prompt, every cold window is read back and ranked exactly (true: scan), or the digests
+  // shortlist recall_candidates of them; decoding steps always shortlist recall_candidates / 4.
+  bool recall_scan = true;
   int recall_candidates = 32;  // cold windows per layer read back and scored exactly per prompt
   // Windows per layer a later prompt batch recalls before it attends (0: none; recall only at
   // the prompt's end routing step).

@@ -289,10 +289,26 @@ const std::vector<KvOptionDef>& CacheOptions() {
            [](KvConfig& c, const KvValue& v) {
              c.cold_digest = ParseDigestKind(std::get<std::string>(v));
            }},
+      {.key = "recall_rank",
+       .type = T::kChoice,
+       .help = "cold tier: how a prompt ranks the cold windows: scan (every one read back and "
+               "ranked by its exact attention) or digest (the digests shortlist "
+               "recall_candidates of them to read back)",
+       .origin = "*choice* (ours: Quest and ArkVale rank by the digest alone; a scan reads the "
+                 "cold file once per prompt)",
+       .our_choice = true,
+       .choices = {"scan", "digest"},
+       .eval_variant = true,
+       .get = [](const KvConfig& c) { return KvValue(std::string(c.recall_scan ? "scan" : "digest")); },
+       .set =
+           [](KvConfig& c, const KvValue& v) {
+             c.recall_scan = std::get<std::string>(v) == "scan";
+           }},
       {.key = "recall_candidates",
        .type = T::kInt,
-       .help = "cold tier: cold windows per layer the digests shortlist at each prompt end, read "
-               "back and ranked by their exact attention",
+       .help = "cold tier: cold windows per layer the digests shortlist to read back and rank "
+               "exactly: at each prompt with --kv-recall-rank digest, a quarter of them at "
+               "each decoding step",
        .origin = "*choice* (ours: Quest and ArkVale rank by the digest alone)",
        .our_choice = true,
        .min = 0,

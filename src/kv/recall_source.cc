@@ -13,6 +13,7 @@ namespace qevict {
 namespace {
 
 constexpr int64_t kFollow = 1;  // windows after a scored one that share its score
+constexpr int64_t kChunk = 64;  // cold windows read back and scored at a time
 
 }  // namespace
 
@@ -146,48 +147,22 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     }
   }
 
-  // 2. Cold windows by their digests: how far above what each query already attends their
-  // estimated largest logit stands, at best.
+  // 2. The candidates: at a prompt with `scan_`, every cold window the queries can see; else the
+  // cold windows whose digest estimate of their largest logit stands highest above what each
+  // query already attends.
   const int64_t n_cold = static_cast<int64_t>(l.cold.size());
-  const DigestGeometry dg{n_kv, hd, window};
-  const DigestContext* context = l.has_digest_context ? &l.digest_context : nullptr;
   thread_local std::vector<std::pair<float, int64_t>> ranked;
   ranked.clear();
-  for (int64_t k = 0; k < n_cold; ++k) {
-    const uint8_t* digest = table.Digest(l, static_cast<size_t>(k));
-    const int32_t first_pos = table.position(table.FirstToken(l.cold[k].index));
-    float best = -std::numeric_limits<float>::infinity();
-    for (int s = 0; s < n_obs; ++s) {
-      if (first_pos > position(s)) continue;
-      const float* q = query(s);
-      for (int h = 0; h < n_heads; ++h) {
-        const float e = WindowDigest::EstimateBytes(kind_, dg, digest, h / group,
-                                                    q + static_cast<int64_t>(h) * hd, context) *
-                        scale;
-        best = std::max(best, e - row_max[s * n_heads + h]);
-      }
+  const int32_t last_pos = n_obs > 0 ? position(n_obs - 1) : 0;
+  if (scan_ && !decode) {
+    for (int64_t k = 0; k < n_cold; ++k) {
+      if (table.position(table.FirstToken(l.cold[k].index)) <= last_pos) ranked.emplace_back(0.0f, k);
     }
-    if (best > -std::numeric_limits<float>::infinity()) ranked.emplace_back(best, k);
-  }
-  // The best half of the shortlist by digest, then their cold neighbours: a question's
-  // attention finds a fact's key words, and the words that complete it (the value asked for)
-  // usually sit in the next window.
-  const int64_t n_best = std::min<int64_t>((candidates + 1) / 2, static_cast<int64_t>(ranked.size()));
-  std::partial_sort(ranked.begin(), ranked.begin() + n_best, ranked.end(),
-                    [](const auto& a, const auto& b) { return a.first > b.first; });
-  ranked.resize(n_best);
-  thread_local std::vector<uint8_t> chosen;
-  chosen.assign(static_cast<size_t>(n_cold), 0);
-  for (const auto& r : ranked) chosen[r.second] = 1;
-  for (int64_t i = 0; i < n_best && static_cast<int64_t>(ranked.size()) < candidates; ++i) {
-    const int64_t k = ranked[i].second;
-    for (int64_t nb : {k + 1, k - 1}) {
-      if (nb < 0 || nb >= n_cold || chosen[nb]) continue;
-      if (std::abs(l.cold[nb].index - l.cold[k].index) != std::abs(nb - k)) continue;
-      if (static_cast<int64_t>(ranked.size()) >= candidates) break;
-      chosen[nb] = 1;
-      ranked.emplace_back(ranked[i].first, nb);
-    }
+  } else {
+    std::vector<const float*> qs(n_obs);
+    std::vector<int32_t> ps(n_obs);
+    for (int s = 0; s < n_obs; ++s) qs[s] = query(s), ps[s] = position(s);
+    ShortlistByDigest(table, l, qs, ps, row_max, n_heads, n_kv, hd, scale, candidates, ranked);
   }
   const int64_t n_cand = static_cast<int64_t>(ranked.size());
   // Read in slot order (runs of consecutive slots are one read).
@@ -195,35 +170,57 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     return l.cold[a.second].slot < l.cold[b.second].slot;
   });
 
-  // 3. The candidates' exact keys, read back in one batch.
+  // 3. The candidates' exact keys, read back kChunk windows at a time (the scratch stays a few
+  // hundred KiB whatever the context), each chunk's logits reduced at once to every window's
+  // sum of exp(logit - the chunk's max) per query and head: [s][h][candidate], and that max.
   const int64_t block_bytes = disk_->block_bytes();
   const int64_t key_elems = int64_t{n_kv} * window * hd;
+  const int64_t n_chunks = (n_cand + kChunk - 1) / kChunk;
   thread_local std::vector<uint8_t> blocks;
   thread_local std::vector<int32_t> slots;
   thread_local std::vector<float> keys;
-  thread_local std::vector<float> cand;  // [s][h][candidate token]
-  slots.resize(n_cand);
-  for (int64_t c = 0; c < n_cand; ++c) slots[c] = l.cold[ranked[c].second].slot;
-  blocks.resize(static_cast<size_t>(n_cand * block_bytes));
-  if (n_cand > 0) disk_->ReadBlocks(slots, blocks.data());
-  read_bytes_[layer] = n_cand * block_bytes;
-  const int64_t n_ct = n_cand * window;
-  cand.assign(static_cast<size_t>(n_obs) * n_heads * n_ct, -std::numeric_limits<float>::infinity());
+  thread_local std::vector<float> cand;       // [s][h][chunk token]
+  thread_local std::vector<float> cand_sum;   // [s][h][candidate]
+  thread_local std::vector<float> chunk_max;  // [s][h][chunk]
+  const int64_t rows_sh = static_cast<int64_t>(n_obs) * n_heads;
+  cand_sum.assign(static_cast<size_t>(rows_sh * n_cand), 0.0f);
+  chunk_max.assign(static_cast<size_t>(rows_sh * n_chunks), -std::numeric_limits<float>::infinity());
   keys.resize(static_cast<size_t>(key_elems));
-  for (int64_t c = 0; c < n_cand; ++c) {
-    Fp16ToFp32Row(reinterpret_cast<const uint16_t*>(blocks.data() + c * block_bytes), keys.data(),
-                  key_elems);
-    const int32_t first_pos = table.position(table.FirstToken(l.cold[ranked[c].second].index));
-    for (int s = 0; s < n_obs; ++s) {
-      if (first_pos > position(s)) continue;
-      const float* q = query(s);
-      for (int g = 0; g < n_kv; ++g) {
-        ScoreFp32Keys(q + static_cast<int64_t>(g) * group * hd, group,
-                      keys.data() + static_cast<int64_t>(g) * window * hd, hd, window, hd, scale,
-                      cand.data() + (static_cast<int64_t>(s) * n_heads + g * group) * n_ct +
-                          c * window,
-                      n_ct);
+  read_bytes_[layer] = n_cand * block_bytes;
+  for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+    const int64_t c0 = chunk * kChunk, nc = std::min(kChunk, n_cand - c0);
+    const int64_t n_ct = nc * window;
+    slots.resize(nc);
+    for (int64_t c = 0; c < nc; ++c) slots[c] = l.cold[ranked[c0 + c].second].slot;
+    blocks.resize(static_cast<size_t>(nc * block_bytes));
+    disk_->ReadBlocks(slots, blocks.data());
+    cand.assign(static_cast<size_t>(rows_sh * n_ct), -std::numeric_limits<float>::infinity());
+    for (int64_t c = 0; c < nc; ++c) {
+      Fp16ToFp32Row(reinterpret_cast<const uint16_t*>(blocks.data() + c * block_bytes),
+                    keys.data(), key_elems);
+      const int32_t first_pos =
+          table.position(table.FirstToken(l.cold[ranked[c0 + c].second].index));
+      for (int s = 0; s < n_obs; ++s) {
+        if (first_pos > position(s)) continue;
+        const float* q = query(s);
+        for (int g = 0; g < n_kv; ++g) {
+          ScoreFp32Keys(q + static_cast<int64_t>(g) * group * hd, group,
+                        keys.data() + static_cast<int64_t>(g) * window * hd, hd, window, hd,
+                        scale,
+                        cand.data() + (static_cast<int64_t>(s) * n_heads + g * group) * n_ct +
+                            c * window,
+                        n_ct);
+        }
       }
+    }
+    for (int64_t sh = 0; sh < rows_sh; ++sh) {
+      float* x = cand.data() + sh * n_ct;
+      const float m = MaxOf(x, n_ct);
+      if (!std::isfinite(m)) continue;
+      chunk_max[sh * n_chunks + chunk] = m;
+      ExpShiftSum(x, n_ct, m);
+      float* sums = cand_sum.data() + sh * n_cand + c0;
+      for (int64_t t = 0; t < n_ct; ++t) sums[t / window] += x[t];
     }
   }
 
@@ -234,21 +231,28 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   const int64_t units = n_win + n_cand;
   by_head.assign(static_cast<size_t>(n_kv) * units, 0.0f);
   const float per_head = 1.0f / static_cast<float>(group);
+  thread_local std::vector<float> chunk_scale;
+  chunk_scale.resize(n_chunks);
   for (int s = 0; s < n_obs; ++s) {
     for (int h = 0; h < n_heads; ++h) {
-      float* res = logits.data() + (static_cast<int64_t>(s) * n_heads + h) * n_res;
-      float* cnd = cand.data() + (static_cast<int64_t>(s) * n_heads + h) * n_ct;
+      const int64_t sh = static_cast<int64_t>(s) * n_heads + h;
+      float* res = logits.data() + sh * n_res;
+      const float* cm = chunk_max.data() + sh * n_chunks;
       const int64_t vis = visible[s];
-      const float m = std::max(vis > 0 ? row_max[s * n_heads + h]
-                                       : -std::numeric_limits<float>::infinity(),
-                               n_ct > 0 ? MaxOf(cnd, n_ct) : -std::numeric_limits<float>::infinity());
+      float m = vis > 0 ? row_max[sh] : -std::numeric_limits<float>::infinity();
+      for (int64_t c = 0; c < n_chunks; ++c) m = std::max(m, cm[c]);
       if (!std::isfinite(m)) continue;
-      const float z = (vis > 0 ? ExpShiftSum(res, vis, m) : 0.0f) +
-                      (n_ct > 0 ? ExpShiftSum(cnd, n_ct, m) : 0.0f);
+      float z = vis > 0 ? ExpShiftSum(res, vis, m) : 0.0f;
+      const float* sums = cand_sum.data() + sh * n_cand;
+      for (int64_t c = 0; c < n_chunks; ++c) {
+        chunk_scale[c] = std::isfinite(cm[c]) ? std::exp(cm[c] - m) : 0.0f;
+        const int64_t c0 = c * kChunk, nc = std::min(kChunk, n_cand - c0);
+        for (int64_t k = c0; k < c0 + nc; ++k) z += sums[k] * chunk_scale[c];
+      }
       const float inv = per_head / z;
       float* out = by_head.data() + static_cast<int64_t>(h / group) * units;
       for (int64_t t = sink; t < vis; ++t) out[(t - sink) / window] += res[t] * inv;
-      for (int64_t t = 0; t < n_ct; ++t) out[n_win + t / window] += cnd[t] * inv;
+      for (int64_t k = 0; k < n_cand; ++k) out[n_win + k] += sums[k] * chunk_scale[k / kChunk] * inv;
     }
   }
   auto best_head = [&](int64_t unit) {
@@ -281,6 +285,57 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     w.candidate = true;
     w.score = pooled[w.index];
     scores[w.index] = w.score;
+  }
+}
+
+// The `candidates` cold windows of l to read back: the best half by how far their digest's
+// estimate of their largest logit stands above what each query (rows of n_heads, at positions)
+// already attends (row_max, [s][h]), then their cold neighbours: a question's attention finds a
+// fact's key words, and the words that complete it (the value asked for) usually sit in the
+// next window.
+void RecallSource::ShortlistByDigest(const WindowTable& table, const LayerWindows& l,
+                                     std::span<const float* const> queries,
+                                     std::span<const int32_t> positions,
+                                     std::span<const float> row_max, int n_heads, int n_kv,
+                                     int hd, float scale, int candidates,
+                                     std::vector<std::pair<float, int64_t>>& ranked) const {
+  const int n_obs = static_cast<int>(queries.size());
+  const int group = n_heads / n_kv;
+  const int64_t n_cold = static_cast<int64_t>(l.cold.size());
+  const DigestGeometry dg{n_kv, hd, table.window()};
+  const DigestContext* context = l.has_digest_context ? &l.digest_context : nullptr;
+  for (int64_t k = 0; k < n_cold; ++k) {
+    const uint8_t* digest = table.Digest(l, static_cast<size_t>(k));
+    const int32_t first_pos = table.position(table.FirstToken(l.cold[k].index));
+    float best = -std::numeric_limits<float>::infinity();
+    for (int s = 0; s < n_obs; ++s) {
+      if (first_pos > positions[s]) continue;
+      for (int h = 0; h < n_heads; ++h) {
+        const float e = WindowDigest::EstimateBytes(kind_, dg, digest, h / group,
+                                                    queries[s] + static_cast<int64_t>(h) * hd,
+                                                    context) *
+                        scale;
+        best = std::max(best, e - row_max[s * n_heads + h]);
+      }
+    }
+    if (best > -std::numeric_limits<float>::infinity()) ranked.emplace_back(best, k);
+  }
+  const int64_t n_best =
+      std::min<int64_t>((candidates + 1) / 2, static_cast<int64_t>(ranked.size()));
+  std::partial_sort(ranked.begin(), ranked.begin() + n_best, ranked.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  ranked.resize(n_best);
+  std::vector<uint8_t> chosen(static_cast<size_t>(n_cold), 0);
+  for (const auto& r : ranked) chosen[r.second] = 1;
+  for (int64_t i = 0; i < n_best && static_cast<int64_t>(ranked.size()) < candidates; ++i) {
+    const int64_t k = ranked[i].second;
+    for (int64_t nb : {k + 1, k - 1}) {
+      if (nb < 0 || nb >= n_cold || chosen[nb]) continue;
+      if (std::abs(l.cold[nb].index - l.cold[k].index) != std::abs(nb - k)) continue;
+      if (static_cast<int64_t>(ranked.size()) >= candidates) break;
+      chosen[nb] = 1;
+      ranked.emplace_back(ranked[i].first, nb);
+    }
   }
 }
 

@@ -8,10 +8,13 @@
 // Per layer, for every observed query s and query head h:
 //   1. the exact logits of the resident keys the query sees (ScoreRange: fp16 and quantized),
 //      their max m[s][h];
-//   2. each cold window's digest estimate e of its largest logit (kv/window_digest.h), ranked by
-//      max over s, h of e - m[s][h] (how far above what the query already attends it may stand);
-//   3. the top `candidates` cold windows are read back from the disk store (one batched read per
-//      layer) and their exact logits computed;
+//   2. the candidates: at a prompt with `scan` (KvConfig::recall_scan, the default), every cold
+//      window the queries see; otherwise (and at every decoding step) the cold windows whose
+//      digest estimate e of their largest logit (kv/window_digest.h) stands highest by max over
+//      s, h of e - m[s][h] (how far above what the query already attends it may stand), the
+//      top `candidates` (a quarter at a decoding step) with their cold neighbours;
+//   3. the candidates are read back from the disk store kChunk windows at a time (one batched
+//      read each) and their exact logits reduced per window and chunk, so scratch stays small;
 //   4. one softmax over the resident keys and the candidates' keys, as if the candidates were
 //      resident: a window's recall score is the attention it receives, summed over the observed
 //      queries, averaged over the query heads of a KV head, and the largest over KV heads (a
@@ -42,8 +45,10 @@ class RecallSource final : public BandScoreSource {
  public:
   // wanted: the policy keeps a cold tier. candidates: cold windows per layer read back and
   // scored exactly at each prompt batch.
-  RecallSource(bool wanted, DigestKind kind, int candidates, int shared)
-      : wanted_(wanted), kind_(kind), candidates_(candidates), shared_count_(shared) {}
+  // scan: at a prompt, every cold window is read back and ranked exactly (the digests shortlist
+  // only for decoding steps).
+  RecallSource(bool wanted, DigestKind kind, bool scan, int candidates, int shared)
+      : wanted_(wanted), kind_(kind), scan_(scan), candidates_(candidates), shared_count_(shared) {}
   const char* name() const override { return "recall"; }
   // `disk`: the cache's cold store (reads only), nullptr without a cold tier.
   void set_disk(const DiskColdStore* disk) { disk_ = disk; }
@@ -80,9 +85,15 @@ class RecallSource final : public BandScoreSource {
   void ComputeLayer(int layer, const ResidentReader& cache);
   void ComputeShared(const ResidentReader& cache);
   void DescribeCold(const WindowTable& table, int layer);  // cold_[layer], none scored yet
+  void ShortlistByDigest(const WindowTable& table, const LayerWindows& l,
+                         std::span<const float* const> queries, std::span<const int32_t> positions,
+                         std::span<const float> row_max, int n_heads, int n_kv, int hd, float scale,
+                         int candidates,
+                         std::vector<std::pair<float, int64_t>>& ranked) const;
 
   bool wanted_;
   DigestKind kind_;
+  bool scan_;
   int candidates_;
   int shared_count_;
   std::vector<int64_t> shared_;                 // window indices, best first

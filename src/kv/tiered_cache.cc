@@ -44,7 +44,7 @@ TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, con
       observation_(geometry.n_layers, config.snapkv_window, geometry.n_heads, geometry.head_dim),
       ledger_(config_, geo_, qlayout_, table_, store_, observation_),
       query_(false),
-      recall_(policy_->keeps_cold(), config.cold_digest, config.recall_candidates,
+      recall_(policy_->keeps_cold(), config.cold_digest, config.recall_scan, config.recall_candidates,
               config.recall_shared) {
   config_.Validate();
   QEVICT_CHECK(policy_ != nullptr);
