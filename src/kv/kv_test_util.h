@@ -50,10 +50,13 @@ class SyntheticModel {
     for (int i = 0; i < kv; ++i) k[i] = normal(rng);
     for (int i = 0; i < kv; ++i) v[i] = normal(rng);
     if (query_override) query_override(layer, pos, q);
+    if (key_override) key_override(layer, pos, k);
   }
 
   // Optional: replaces the query of (layer, pos) after it is drawn.
   std::function<void(int layer, int32_t pos, float* q)> query_override;
+  // Optional: replaces the keys of (layer, pos) (before RoPE) after they are drawn.
+  std::function<void(int layer, int32_t pos, float* k)> key_override;
 
   const KvGeometry& geometry() const { return geo_; }
 
