@@ -21,6 +21,7 @@ bool FiniteNonNegative(float x) { return std::isfinite(x) && x >= 0.0f; }
 }  // namespace
 
 void TieredCache::SaveState(ByteWriter& out) const {
+  ThrowIfFailed();
   if (for_forks_) throw Error("a prefix cache kept for forks cannot be saved");
   const int64_t count = table_.stored_tokens();
   for (const LayerWindows& l : table_.layers()) QEVICT_CHECK(l.count == count);
