@@ -180,6 +180,46 @@ TEST(ColdTier, APromptCacheHoldsTheColdTierAndRecallsFromIt) {
   }
 }
 
+// A prompt cache saves the cold tier's counters: a cache loaded from it reports the run's
+// windows, bytes and I/O (written, read, read to score) and recalls as the saved cache did, and
+// saving it again gives the same bytes.
+TEST(ColdTier, APromptCacheKeepsTheColdTiersCounters) {
+  Fixture f;
+  std::unique_ptr<KvCache> owned, loaded_owned;
+  TieredCache& cache = f.Make(owned);
+  testing::SyntheticModel model(f.geo, 7, 1.0f);
+  model.query_override = [&](int, int32_t pos, float* q) {
+    if (pos < kPrompt) return;
+    for (int i = 0; i < f.geo.n_heads * f.geo.head_dim; ++i) q[i] *= 3.0f;
+  };
+  ThreadPool pool(1);
+  cache.BeginRun(kPrompt, 8);
+  testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+  cache.ContinueRun(kQuestion, 8);
+  testing::RunBatch(cache, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool);
+  const KvStats before = cache.Stats();
+  ASSERT_GT(before.recalls, 0);
+  ASSERT_GT(before.cold_score_read_bytes, 0);
+  ASSERT_GT(before.cold_read_bytes, before.cold_score_read_bytes);
+  ASSERT_GT(before.cold_written_bytes, 0);
+  ByteWriter out;
+  cache.SaveState(out);
+  TieredCache& loaded = f.Make(loaded_owned);
+  ByteReader in(out.bytes(), "saved cache");
+  loaded.LoadState(in);
+  const KvStats after = loaded.Stats();
+  EXPECT_EQ(after.cold_windows, before.cold_windows);
+  EXPECT_EQ(after.cold_ram_bytes, before.cold_ram_bytes);
+  EXPECT_EQ(after.cold_bytes, before.cold_bytes);
+  EXPECT_EQ(after.cold_written_bytes, before.cold_written_bytes);
+  EXPECT_EQ(after.cold_read_bytes, before.cold_read_bytes);
+  EXPECT_EQ(after.cold_score_read_bytes, before.cold_score_read_bytes);
+  EXPECT_EQ(after.recalls, before.recalls);
+  ByteWriter again;
+  loaded.SaveState(again);
+  EXPECT_EQ(again.bytes(), out.bytes());
+}
+
 // ---- faults: each one ends the run with a ColdStoreError naming the file and the way out, from
 // inside the parallel routing step (two threads, so a worker may meet it), and leaves the cache
 // dead (every later call rethrows it) but safe to destroy; another cache goes on unharmed.
