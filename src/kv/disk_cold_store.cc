@@ -43,8 +43,8 @@ DiskColdStore::DiskColdStore(const std::string& dir, int64_t block_bytes, int64_
   fd_ = mkstemp(name.data());
   if (fd_ < 0) {
     throw ColdStoreError(ColdStoreError::Kind::kUnavailable,
-                         "cold store: cannot create a file in '" + dir_ + "': " +
-                             std::strerror(errno) +
+                         "cold store: cannot create a file in '" + dir_ +
+                             "': " + std::strerror(errno) +
                              " (pass --kv-cold-dir an existing, writable directory)");
   }
   path_ = name.data();
@@ -70,12 +70,12 @@ int64_t DiskColdStore::ram_bytes() const {
 
 int32_t DiskColdStore::Write(const void* block) {
   if (disk_limit_bytes_ >= 0 && live_bytes() + block_bytes_ > disk_limit_bytes_) {
-    throw ColdStoreError(
-        ColdStoreError::Kind::kNoRoom,
-        "cold store " + path_ + " (unlinked): the disk limit of " + Size(disk_limit_bytes_) +
-            " (--kv-cold-disk-limit) would be passed (" + std::to_string(live_slots_) +
-            " windows, " + Size(live_bytes()) + " on disk); raise --kv-cold-disk-limit, keep " +
-            "more in RAM (a larger --kv-budget) or give a shorter context");
+    throw ColdStoreError(ColdStoreError::Kind::kNoRoom,
+                         "cold store " + path_ + " (unlinked): the disk limit of " +
+                             Size(disk_limit_bytes_) + " (--kv-cold-disk-limit) would be passed (" +
+                             std::to_string(live_slots_) + " windows, " + Size(live_bytes()) +
+                             " on disk); raise --kv-cold-disk-limit, keep " +
+                             "more in RAM (a larger --kv-budget) or give a shorter context");
   }
   int32_t slot;
   if (!free_slots_.empty()) {
@@ -115,15 +115,14 @@ void DiskColdStore::WriteAll(int32_t slot, const void* block) {
       ReleaseSpace(base, block_bytes_);
       // EFBIG: past the process's file size limit (ulimit -f), as good as a full disk.
       const bool no_room = err == ENOSPC || err == EDQUOT || err == EFBIG;
-      const std::string way_out = no_room ? "free space in " + dir_ + " or pass --kv-cold-dir " +
-                                                "a directory on a disk with room"
-                                          : "check the disk holding " + dir_ +
-                                                " or pass --kv-cold-dir another directory";
-      throw ColdStoreError(
-          no_room ? ColdStoreError::Kind::kNoRoom : ColdStoreError::Kind::kIo,
-          "cannot write " + Where(slot) + ": " + std::strerror(err) + " after " +
-              std::to_string(done) + " of " + std::to_string(block_bytes_) + " bytes (" +
-              way_out + ")");
+      const std::string way_out =
+          no_room ? "free space in " + dir_ + " or pass --kv-cold-dir " +
+                        "a directory on a disk with room"
+                  : "check the disk holding " + dir_ + " or pass --kv-cold-dir another directory";
+      throw ColdStoreError(no_room ? ColdStoreError::Kind::kNoRoom : ColdStoreError::Kind::kIo,
+                           "cannot write " + Where(slot) + ": " + std::strerror(err) + " after " +
+                               std::to_string(done) + " of " + std::to_string(block_bytes_) +
+                               " bytes (" + way_out + ")");
     }
     done += n;
   }

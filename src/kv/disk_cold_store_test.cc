@@ -246,7 +246,8 @@ TEST(DiskColdStore, AReadErrorNamesTheFileAndTheWayOut) {
   ColdStoreError::Kind kind{};
   const std::string msg = ErrorOf([&] { store.Read(0, got.data()); }, &kind);
   EXPECT_EQ(kind, ColdStoreError::Kind::kIo);
-  EXPECT_NE(msg.find("cannot read cold store " + store.path() + " (unlinked), slot 0"), std::string::npos)
+  EXPECT_NE(msg.find("cannot read cold store " + store.path() + " (unlinked), slot 0"),
+            std::string::npos)
       << msg;
   EXPECT_NE(msg.find("Bad file descriptor"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--kv-cold-dir"), std::string::npos) << msg;

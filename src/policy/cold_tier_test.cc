@@ -3,13 +3,12 @@
 // back into fp16 with the very bytes a full cache holds, and a damaged or unwritable cold file
 // is an error that names it.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "kv/full_cache.h"
 #include "kv/kv_test_util.h"
@@ -306,9 +305,9 @@ TEST(ColdTier, AFullDiskAtEvictionEndsTheRunWithAnErrorNamingTheDirectory) {
     testing::RunBatch(*run.cache, run.model, 0, kPrompt, BatchKind::kPromptEnd, run.pool);
   });
   EXPECT_EQ(e.kind(), ColdStoreError::Kind::kNoRoom);
-  ExpectMentions(e.what(), {run.cache->cold_store_for_testing()->path() + " (unlinked)",
-                            "No space left on device",
-                            "free space in " + run.dir + " or pass --kv-cold-dir"});
+  ExpectMentions(
+      e.what(), {run.cache->cold_store_for_testing()->path() + " (unlinked)",
+                 "No space left on device", "free space in " + run.dir + " or pass --kv-cold-dir"});
   ExpectDeadAndOthersGoOn(*run.cache, run.model, run.pool, e.what());
 }
 
@@ -370,8 +369,8 @@ TEST(ColdTier, AReadErrorIsAnErrorAtRecall) {
   close(write_only);
   const ColdStoreError e = ColdFaultOf([&] { run.Question(); });
   EXPECT_EQ(e.kind(), ColdStoreError::Kind::kIo);
-  ExpectMentions(e.what(), {"cannot read", " (unlinked), slot ", "Bad file descriptor",
-                            "--kv-cold-dir"});
+  ExpectMentions(e.what(),
+                 {"cannot read", " (unlinked), slot ", "Bad file descriptor", "--kv-cold-dir"});
   ExpectDeadAndOthersGoOn(*run.cache, run.model, run.pool, e.what());
 }
 

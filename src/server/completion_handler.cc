@@ -195,8 +195,8 @@ void LogGeneration(const GenerationRun& run, const GenerationOutcome& outcome) {
 // is freed with its cold file, and its disk space returns (GenerationRun::Finish).
 ApiError ColdStoreFailure(const std::string& what, const ColdStoreError& e) {
   if (e.kind() == ColdStoreError::Kind::kNoRoom) {
-    return InsufficientStorage(what + " failed: the session's cold tier has no room: " +
-                                   e.what() + ". In a request: a larger kv.budget (more in RAM) "
+    return InsufficientStorage(what + " failed: the session's cold tier has no room: " + e.what() +
+                                   ". In a request: a larger kv.budget (more in RAM) "
                                    "or a shorter conversation; the server's operator sets "
                                    "--kv-cold-disk-limit and --kv-cold-dir. The session was "
                                    "dropped",
