@@ -1024,7 +1024,8 @@ def test_cold_store_fault_drops_only_its_session(args):
     """--kv-cold-disk-limit caps each session's cold file: a conversation whose cold tier would
     pass it gets 507 cold_store_full naming the file and the way out, and is dropped with its
     cold file closed (the process's open "(deleted)" files in --kv-cold-dir, counted through
-    /proc); a kept conversation goes on from its cache and answers as the same conversation does
+    /proc), as is one that meets it while it generates (the error then in the 200's body); a
+    kept conversation goes on from its cache and answers as the same conversation does
     afresh, and one dropped by --max-sessions closes its file too. Nothing is ever left in the
     directory."""
     cold = tempfile.mkdtemp(prefix="qevict-cold-srv-")
@@ -1068,6 +1069,19 @@ def test_cold_store_fault_drops_only_its_session(args):
         assert result[1]["error"]["type"] == "server_error", result[1]
         assert open_cold_files(srv.proc.pid, cold) == 1  # its file closed, the kept one open
         assert srv.get("/v1/sessions/too-long/cache")[0] == 404
+        # One that meets the limit while it generates: its prompt leaves ~7.4 MiB cold, each 8
+        # generated tokens ~0.2 MiB more (end of text ruled out). The 200 has gone out, so the
+        # error object is the body.
+        status, body = srv.post("/v1/completions", {
+            "prompt": parcel_document(offset=9, chars=1050), "max_tokens": 128, "temperature": 0,
+            "logit_bias": {"0": -100, "1": -100, "2": -100},
+            "kv": {"policy": "qevict-recall", "budget": 0.05},
+            "session_id": "generating"})
+        assert status == 200 and "error" in body, body
+        assert body["error"]["code"] == "cold_store_full", body
+        assert body["error"]["message"].startswith("generation failed: "), body
+        assert open_cold_files(srv.proc.pid, cold) == 1
+        assert srv.get("/v1/sessions/generating/cache")[0] == 404
         # The kept conversation goes on from its cache.
         kept_turn2 = next(first)
         assert kept_turn2["usage"]["prompt_tokens_details"]["cached_tokens"] > 0, kept_turn2
