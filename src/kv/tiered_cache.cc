@@ -192,7 +192,7 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
   }
   clock_.last_batch = kind;
   if (route && !for_forks_) {
-    FailingDead([&] { Route(kind, pool); });
+    KillOnFault([&] { Route(kind, pool); });
     clock_.tokens_at_route = table_.layers().back().count;
   }
   ledger_.AfterBatch(clock_.routed);

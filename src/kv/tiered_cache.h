@@ -203,7 +203,7 @@ class TieredCache : public KvCache, private ResidentReader {
     if (failed_) std::rethrow_exception(failed_);
   }
   template <class F>
-  void FailingDead(F&& step) {
+  void KillOnFault(F&& step) {
     try {
       step();
     } catch (...) {
