@@ -232,5 +232,37 @@ if [ -f "$MODEL" ]; then
   rm -rf "$pc"
 fi
 
+# The cold tier's faults (qevict-recall; docs/kv-cache.md, "Cold tier and recall"): each is one
+# error line naming the cold file's directory and the way out, exit 1, and the run or chat ends
+# there, nothing left in the directory. A small budget sends most of harbor.txt's windows cold.
+if [ -f "$MODEL" ]; then
+  cold=$(mktemp -d)
+  doc="$ROOT/data/examples/harbor.txt"
+  recall=(--kv-policy qevict-recall --kv-budget 0.1 --temp 0 -n 4)
+  expect_clean_failure cold_dir_missing "'$cold/missing': No such file or directory (pass --kv-cold-dir" \
+    "$BIN" run -m "$MODEL" -f "$doc" "${recall[@]}" --kv-cold-dir "$cold/missing"
+  expect_clean_failure cold_disk_limit "(--kv-cold-disk-limit) would be passed" \
+    "$BIN" run -m "$MODEL" -f "$doc" "${recall[@]}" --kv-cold-dir "$cold" --kv-cold-disk-limit 1k
+  expect_clean_failure cold_disk_limit_names_file "cold store $cold/qevict-cold-" \
+    "$BIN" run -m "$MODEL" -f "$doc" "${recall[@]}" --kv-cold-dir "$cold" --kv-cold-disk-limit 1k
+  # A write the kernel refuses, as on a full disk: past the file size limit (ulimit -f 0) with
+  # SIGXFSZ ignored, pwrite fails with EFBIG.
+  expect_clean_failure cold_write_fault "File too large after 0 of" \
+    bash -c 'trap "" XFSZ; ulimit -f 0; exec "$@"' _ \
+    "$BIN" run -m "$MODEL" -f "$doc" "${recall[@]}" --kv-cold-dir "$cold"
+  expect_clean_failure cold_write_fault_way_out "free space in $cold or pass --kv-cold-dir" \
+    bash -c 'trap "" XFSZ; ulimit -f 0; exec "$@"' _ \
+    "$BIN" run -m "$MODEL" -f "$doc" "${recall[@]}" --kv-cold-dir "$cold"
+  # chat: the document turn fails the same way, before any question is read.
+  expect_clean_failure cold_chat_disk_limit "raise --kv-cold-disk-limit" \
+    bash -c 'echo "What is the secret code?" | "$@"' _ \
+    "$BIN" chat -m "$MODEL" -f "$doc" "${recall[@]}" --kv-cold-dir "$cold" --kv-cold-disk-limit 1k
+  if [ -n "$(ls -A "$cold")" ]; then
+    echo "FAIL cold_dir_left_empty: $(ls -A "$cold")"
+    failures=$((failures + 1))
+  fi
+  rm -rf "$cold"
+fi
+
 echo "$passes passed, $failures failed"
 [ $failures -eq 0 ]

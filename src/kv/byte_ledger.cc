@@ -287,8 +287,9 @@ KvStats ByteLedger::Stats() const {
     s.cold_peak_bytes = disk->peak_bytes();
     s.cold_windows = table_.ColdRecords();
     s.cold_ram_bytes = ColdRamBytes();
-    s.cold_written_bytes = disk->bytes_written();
-    s.cold_read_bytes = disk->bytes_read();
+    // The store's own I/O, on top of what a cache loaded from a prompt cache carried (LoadState).
+    s.cold_written_bytes += disk->bytes_written();
+    s.cold_read_bytes += disk->bytes_read();
   }
   s.full_fp16_bytes = s.tokens_seen * geo_.fp16_bytes_per_token();
   s.pool_reserved_bytes = store_.reserved_bytes();

@@ -28,7 +28,9 @@ constexpr int64_t KvStats::*kStatsCounters[] = {
     &KvStats::reserved_bytes,     &KvStats::peak_reserved_bytes,
     &KvStats::compaction_moves,   &KvStats::routed_reserved_peak_bytes,
     &KvStats::floor_bytes,        &KvStats::sliding_bytes,
-    &KvStats::sliding_window,
+    &KvStats::sliding_window,     &KvStats::cold_written_bytes,
+    &KvStats::cold_read_bytes,    &KvStats::cold_score_read_bytes,
+    &KvStats::recalls,
 };
 
 constexpr uint32_t kFullTag = 0x46554c31;         // "FUL1"

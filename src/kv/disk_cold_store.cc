@@ -24,7 +24,13 @@ std::string DefaultDir(const std::string& dir) {
   return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
 }
 
-std::string Mib(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+// A size as a user gave it: bytes below 1 MiB (a limit of 1k is not "1 MiB"), else MiB.
+std::string Size(int64_t bytes) {
+  if (bytes < (1 << 20)) return std::to_string(bytes) + " bytes";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
 
 }  // namespace
 
@@ -36,8 +42,10 @@ DiskColdStore::DiskColdStore(const std::string& dir, int64_t block_bytes, int64_
   name.push_back('\0');
   fd_ = mkstemp(name.data());
   if (fd_ < 0) {
-    throw Error("cold store: cannot create a file in '" + dir_ + "': " + std::strerror(errno) +
-                " (give an existing, writable directory as the cold-store directory)");
+    throw ColdStoreError(ColdStoreError::Kind::kUnavailable,
+                         "cold store: cannot create a file in '" + dir_ +
+                             "': " + std::strerror(errno) +
+                             " (pass --kv-cold-dir an existing, writable directory)");
   }
   path_ = name.data();
   unlink(path_.c_str());  // nothing is left behind, even if the process is killed
@@ -62,10 +70,12 @@ int64_t DiskColdStore::ram_bytes() const {
 
 int32_t DiskColdStore::Write(const void* block) {
   if (disk_limit_bytes_ >= 0 && live_bytes() + block_bytes_ > disk_limit_bytes_) {
-    throw Error("cold store " + path_ + ": the disk limit of " + Mib(disk_limit_bytes_) +
-                " would be passed (" + std::to_string(live_slots_) + " windows, " +
-                Mib(live_bytes()) + " on disk); raise the cold-store disk limit or keep a " +
-                "shorter context");
+    throw ColdStoreError(ColdStoreError::Kind::kNoRoom,
+                         "cold store " + path_ + " (unlinked): the disk limit of " +
+                             Size(disk_limit_bytes_) + " (--kv-cold-disk-limit) would be passed (" +
+                             std::to_string(live_slots_) + " windows, " + Size(live_bytes()) +
+                             " on disk); raise --kv-cold-disk-limit, keep " +
+                             "more in RAM (a larger --kv-budget) or give a shorter context");
   }
   int32_t slot;
   if (!free_slots_.empty()) {
@@ -103,13 +113,16 @@ void DiskColdStore::WriteAll(int32_t slot, const void* block) {
       const int err = n < 0 ? errno : ENOSPC;  // a write that makes no progress: the disk is full
       // Give back what a partial write took (the slot is returned to the free list).
       ReleaseSpace(base, block_bytes_);
-      std::string way_out = (err == ENOSPC || err == EDQUOT)
-                                ? "free space in " + dir_ + ", choose another cold-store " +
-                                      "directory or set a cold-store disk limit"
-                                : "check the disk holding " + dir_;
-      throw Error("cannot write " + Where(slot) + ": " + std::strerror(err) + " after " +
-                  std::to_string(done) + " of " + std::to_string(block_bytes_) + " bytes (" +
-                  way_out + ")");
+      // EFBIG: past the process's file size limit (ulimit -f), as good as a full disk.
+      const bool no_room = err == ENOSPC || err == EDQUOT || err == EFBIG;
+      const std::string way_out =
+          no_room ? "free space in " + dir_ + " or pass --kv-cold-dir " +
+                        "a directory on a disk with room"
+                  : "check the disk holding " + dir_ + " or pass --kv-cold-dir another directory";
+      throw ColdStoreError(no_room ? ColdStoreError::Kind::kNoRoom : ColdStoreError::Kind::kIo,
+                           "cannot write " + Where(slot) + ": " + std::strerror(err) + " after " +
+                               std::to_string(done) + " of " + std::to_string(block_bytes_) +
+                               " bytes (" + way_out + ")");
     }
     done += n;
   }
@@ -141,14 +154,17 @@ void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) const {
     if (got < 0 && errno == EINTR) continue;
     const int32_t slot = slots[done / block_bytes_];
     if (got < 0) {
-      throw Error("cannot read " + Where(slot) + ": " + std::strerror(errno) +
-                  " (check the disk holding " + dir_ + ")");
+      throw ColdStoreError(ColdStoreError::Kind::kIo,
+                           "cannot read " + Where(slot) + ": " + std::strerror(errno) +
+                               " (the window is lost: start again, after checking the disk " +
+                               "holding " + dir_ + " or with --kv-cold-dir another directory)");
     }
     if (got == 0) {
-      throw Error("cannot read " + Where(slot) + ": the file ends " +
-                  std::to_string(done % block_bytes_) + " bytes into the block (it was " +
-                  "truncated from outside qevict; the window cannot be recovered: restart " +
-                  "the run)");
+      throw ColdStoreError(ColdStoreError::Kind::kDamaged,
+                           "cannot read " + Where(slot) + ": the file ends " +
+                               std::to_string(done % block_bytes_) + " bytes into the block " +
+                               "(it was truncated from outside qevict: the window is lost; " +
+                               "start again, and leave the files in " + dir_ + " alone)");
     }
     done += got;
   }
@@ -161,9 +177,10 @@ void DiskColdStore::Verify(int32_t slot, const uint8_t* block) const {
   if (crc != checksum_[slot]) {
     char detail[64];
     std::snprintf(detail, sizeof detail, "CRC-32C %08x, written as %08x", crc, checksum_[slot]);
-    throw Error("checksum mismatch reading " + Where(slot) + ": " + detail + " (the file was " +
-                "changed on disk; the window cannot be recovered: restart the run, and check " +
-                "the disk holding " + dir_ + ")");
+    throw ColdStoreError(ColdStoreError::Kind::kDamaged,
+                         "checksum mismatch reading " + Where(slot) + ": " + detail +
+                             " (the file was changed on disk: the window is lost; start " +
+                             "again, and check the disk holding " + dir_ + ")");
   }
 }
 

@@ -24,13 +24,31 @@
 #include <string>
 #include <vector>
 
+#include "util/error.h"
+
 namespace qevict {
+
+// A fault of the cold store, with its message naming the file (the directory it was created in,
+// and that it is unlinked) and the way out. kNoRoom: the disk is full or the disk limit would be
+// passed (room is the way out; the server answers 507); kDamaged: the file was truncated or a
+// block changed under qevict (the window is lost); kIo: any other read or write error;
+// kUnavailable: the file cannot be created.
+class ColdStoreError : public Error {
+ public:
+  enum class Kind { kUnavailable, kNoRoom, kDamaged, kIo };
+  ColdStoreError(Kind kind, const std::string& message) : Error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
 
 class DiskColdStore {
  public:
   // A store of blocks of block_bytes each in a new unlinked file in dir ("" means $TMPDIR, else
-  // /tmp). disk_limit_bytes < 0: no limit but the disk's own. Throws qevict::Error when the file
+  // /tmp). disk_limit_bytes < 0: no limit but the disk's own. Throws ColdStoreError when the file
   // cannot be created (missing or unwritable directory), naming the directory and the way out.
+  // Every error below is a ColdStoreError too; the store stays usable after a failed Write.
   DiskColdStore(const std::string& dir, int64_t block_bytes, int64_t disk_limit_bytes = -1);
   ~DiskColdStore();
   DiskColdStore(const DiskColdStore&) = delete;

@@ -25,12 +25,13 @@ std::vector<uint8_t> Pattern(int seed) {
   return b;
 }
 
-// The message of the qevict::Error `f` throws ("" when it throws none).
+// The message of the ColdStoreError `f` throws ("" when it throws none), and its kind.
 template <class F>
-std::string ErrorOf(F&& f) {
+std::string ErrorOf(F&& f, ColdStoreError::Kind* kind = nullptr) {
   try {
     f();
-  } catch (const Error& e) {
+  } catch (const ColdStoreError& e) {
+    if (kind != nullptr) *kind = e.kind();
     return e.what();
   }
   return "";
@@ -111,7 +112,8 @@ TEST(DiskColdStore, FreedSlotsGiveTheirDiskSpaceBack) {
 TEST(DiskColdStore, MissingOrUnwritableDirectoryIsAnErrorNamingIt) {
   const std::string missing = ErrorOf([] { DiskColdStore("/nonexistent/qevict-dir", kBlock); });
   EXPECT_NE(missing.find("/nonexistent/qevict-dir"), std::string::npos) << missing;
-  EXPECT_NE(missing.find("writable directory"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("pass --kv-cold-dir an existing, writable directory"), std::string::npos)
+      << missing;
   // A path that is a file, not a directory.
   char file[] = "/tmp/qevict-not-a-dir-XXXXXX";
   const int fd = mkstemp(file);
@@ -140,9 +142,12 @@ TEST(DiskColdStore, DiskLimitIsAClearErrorAndLeavesTheStoreUsable) {
   const auto a = Pattern(1);
   const int32_t s0 = store.Write(a.data());
   store.Write(a.data());
-  const std::string msg = ErrorOf([&] { store.Write(a.data()); });
+  ColdStoreError::Kind kind{};
+  const std::string msg = ErrorOf([&] { store.Write(a.data()); }, &kind);
+  EXPECT_EQ(kind, ColdStoreError::Kind::kNoRoom);
   EXPECT_NE(msg.find("disk limit"), std::string::npos) << msg;
-  EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
+  EXPECT_NE(msg.find(store.path() + " (unlinked)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("raise --kv-cold-disk-limit"), std::string::npos) << msg;
   EXPECT_EQ(store.live_bytes(), 2 * kBlock);
   store.Free(s0);
   EXPECT_EQ(store.Write(a.data()), s0);  // room again once a block is freed
@@ -158,12 +163,15 @@ TEST(DiskColdStore, FullDiskIsAnErrorAndTheSlotIsNotLost) {
     errno = ENOSPC;
     return -1;
   });
-  const std::string msg = ErrorOf([&] { store.Write(a.data()); });
+  ColdStoreError::Kind kind{};
+  const std::string msg = ErrorOf([&] { store.Write(a.data()); }, &kind);
+  EXPECT_EQ(kind, ColdStoreError::Kind::kNoRoom);
   EXPECT_NE(msg.find("No space left on device"), std::string::npos) << msg;
   EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
   EXPECT_NE(msg.find("slot 0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("3072 of 6144 bytes"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("another cold-store directory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("pass --kv-cold-dir a directory on a disk with room"), std::string::npos)
+      << msg;
   EXPECT_EQ(store.live_bytes(), 0);
   EXPECT_EQ(store.bytes_written(), 0);
   // A write that makes no progress at all is a full disk too.
@@ -187,7 +195,9 @@ TEST(DiskColdStore, TruncatedFileIsAShortReadError) {
   std::vector<uint8_t> got(2 * kBlock);
   store.Read(0, got.data());  // slot 0 is whole
   EXPECT_EQ(0, std::memcmp(got.data(), a.data(), kBlock));
-  const std::string msg = ErrorOf([&] { store.Read(sb, got.data()); });
+  ColdStoreError::Kind kind{};
+  const std::string msg = ErrorOf([&] { store.Read(sb, got.data()); }, &kind);
+  EXPECT_EQ(kind, ColdStoreError::Kind::kDamaged);
   EXPECT_NE(msg.find("slot 1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
   EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
@@ -212,12 +222,35 @@ TEST(DiskColdStore, CorruptedBlockIsAChecksumErrorNamingTheSlot) {
   std::vector<uint8_t> got(3 * kBlock);
   store.Read(1, got.data());  // the others are intact
   EXPECT_EQ(0, std::memcmp(got.data(), a.data(), kBlock));
-  const std::string msg = ErrorOf([&] { store.Read(2, got.data()); });
+  ColdStoreError::Kind kind{};
+  const std::string msg = ErrorOf([&] { store.Read(2, got.data()); }, &kind);
+  EXPECT_EQ(kind, ColdStoreError::Kind::kDamaged);
   EXPECT_NE(msg.find("checksum mismatch"), std::string::npos) << msg;
   EXPECT_NE(msg.find("slot 2"), std::string::npos) << msg;
   EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
   const std::vector<int32_t> all = {0, 1, 2};
   EXPECT_NE(ErrorOf([&] { store.ReadBlocks(all, got.data()); }).find("slot 2"), std::string::npos);
+}
+
+// A read the kernel refuses (an I/O error; here the descriptor replaced by a write-only one, so
+// pread fails with EBADF): an error naming the file and slot, never a short or wrong block.
+TEST(DiskColdStore, AReadErrorNamesTheFileAndTheWayOut) {
+  DiskColdStore store("", kBlock);
+  const auto a = Pattern(8);
+  store.Write(a.data());
+  const int write_only = open("/dev/null", O_WRONLY);
+  ASSERT_GE(write_only, 0);
+  ASSERT_EQ(dup2(write_only, store.fd_for_testing()), store.fd_for_testing());
+  close(write_only);
+  std::vector<uint8_t> got(kBlock);
+  ColdStoreError::Kind kind{};
+  const std::string msg = ErrorOf([&] { store.Read(0, got.data()); }, &kind);
+  EXPECT_EQ(kind, ColdStoreError::Kind::kIo);
+  EXPECT_NE(msg.find("cannot read cold store " + store.path() + " (unlinked), slot 0"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("Bad file descriptor"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--kv-cold-dir"), std::string::npos) << msg;
 }
 
 }  // namespace

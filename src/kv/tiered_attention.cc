@@ -171,12 +171,13 @@ void TieredCache::AccumulateRange(int layer, int head, int64_t begin, int64_t en
 
 void TieredCache::Attend(int layer, int n, const int32_t* pos, const float* q, float* out,
                          ThreadPool& pool) {
+  ThrowIfFailed();
   LayerWindows& l = table_.layer(layer);
   // A later prompt (a question after the document) reads the windows it asks for: recalled
   // before it attends, in this layer (KvConfig::recall_prompt; the prompt's end re-plans them).
   if (config_.recall_prompt && cold_tier() && !decoding_ && clock_.first_prompt_end_done &&
       !l.cold.empty() && !for_forks_) {
-    RecallForPrompt(layer, n, pos, q);
+    KillOnFault([&] { RecallForPrompt(layer, n, pos, q); });
   }
   if (static_cast<int>(visible_.size()) < n) visible_.resize(n);
   for (int i = 0; i < n; ++i) visible_[i] = table_.VisibleTo(l, pos[i]);

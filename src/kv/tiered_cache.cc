@@ -82,6 +82,7 @@ uint16_t* TieredCache::FpV(const WindowRecord& w, int head) const {
 // ---- run ------------------------------------------------------------------------------------
 
 void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  ThrowIfFailed();
   store_.Reset();
   table_.Reset();
   external_->Clear();
@@ -100,6 +101,7 @@ void TieredCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
 }
 
 void TieredCache::ContinueRun(int64_t prompt_tokens, int64_t max_new_tokens) {
+  ThrowIfFailed();
   SetBudget(n_tokens() + std::max<int64_t>(0, prompt_tokens), max_new_tokens);
 }
 
@@ -115,6 +117,7 @@ void TieredCache::BeginBatch(BatchKind kind) {
 }
 
 void TieredCache::Store(int layer, int n, const int32_t* pos, const float* k, const float* v) {
+  ThrowIfFailed();
   LayerWindows& l = table_.layer(layer);
   if (l.count + n > geo_.max_tokens) {
     throw Error("KV cache is full: " + std::to_string(l.count + n) +
@@ -163,6 +166,7 @@ void TieredCache::Store(int layer, int n, const int32_t* pos, const float* k, co
 }
 
 void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
+  ThrowIfFailed();
   if (kind != BatchKind::kGenerated) ledger_.NotePromptBatch();
   const std::optional<int64_t>& budget = ledger_.budget();
   const int64_t stored = table_.layers().back().count;
@@ -188,7 +192,7 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
   }
   clock_.last_batch = kind;
   if (route && !for_forks_) {
-    Route(kind, pool);
+    KillOnFault([&] { Route(kind, pool); });
     clock_.tokens_at_route = table_.layers().back().count;
   }
   ledger_.AfterBatch(clock_.routed);

@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -159,6 +160,8 @@ class TieredCache : public KvCache, private ResidentReader {
   // The cold tier's file descriptor (-1 without one): tests damage the file through it as an
   // outside process could.
   int cold_fd_for_testing() const { return cold_tier() ? store_.disk()->fd_for_testing() : -1; }
+  // The cold tier's store (nullptr without one): tests inject write faults through it.
+  DiskColdStore* cold_store_for_testing() { return store_.disk(); }
   // The window table's invariants (throws std::logic_error naming the broken one).
   void CheckInvariants() const { table_.CheckInvariants(); }
   // The resident keys (after RoPE) and values of a layer in fp32 as attention sees them
@@ -192,6 +195,22 @@ class TieredCache : public KvCache, private ResidentReader {
   }
   void SetBudget(int64_t prompt_tokens, int64_t max_new_tokens);
   void ReleaseWindow(WindowRecord& w);
+  // A routing step or a prompt's recall that throws (a cold-store fault: disk full, disk limit,
+  // a damaged or unreadable cold file) may leave the step half applied, some layers' windows
+  // moved and others not. From then on the cache is dead: every later call (a new run, a
+  // batch, saving it) rethrows that fault; destroying it is safe and closes its cold file.
+  void ThrowIfFailed() const {
+    if (failed_) std::rethrow_exception(failed_);
+  }
+  template <class F>
+  void KillOnFault(F&& step) {
+    try {
+      step();
+    } catch (...) {
+      failed_ = std::current_exception();
+      throw;
+    }
+  }
 
   // Routing (tiered_routing.cc).
   void Route(BatchKind trigger, ThreadPool& pool);
@@ -237,6 +256,7 @@ class TieredCache : public KvCache, private ResidentReader {
   bool for_forks_ = false;    // KeepStatisticsForForks(): score and observe, never route
   bool scores_known_ = true;  // false for a WithWindow() prefix: its window scores are zero
   bool decoding_ = false;     // the current batch is generated tokens (BeginBatch)
+  std::exception_ptr failed_;  // the fault that killed the cache (ThrowIfFailed)
 
   // Scratch of Attend and of routing steps, reused.
   std::vector<int64_t> visible_;

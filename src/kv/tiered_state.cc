@@ -14,14 +14,25 @@
 namespace qevict {
 namespace {
 
-constexpr uint32_t kTieredTag = 0x54495232;  // "TIR2": with the cold tier
+constexpr uint32_t kTieredTag = 0x54495233;  // "TIR3": the cold tier and its counters
 
 bool FiniteNonNegative(float x) { return std::isfinite(x) && x >= 0.0f; }
 
 }  // namespace
 
 void TieredCache::SaveState(ByteWriter& out) const {
+  ThrowIfFailed();
   if (for_forks_) throw Error("a prefix cache kept for forks cannot be saved");
+  // The counters as Stats() reports them before this save reads the cold blocks back: the cold
+  // tier's I/O is the store's own (plus what a loaded cache carried), saved with the rest, so a
+  // cache loaded from the file reports the run's figures, and saving it again gives the same
+  // bytes.
+  KvStats counters = ledger_.counters();
+  if (cold_tier()) {
+    const KvStats now = ledger_.Stats();
+    counters.cold_written_bytes = now.cold_written_bytes;
+    counters.cold_read_bytes = now.cold_read_bytes;
+  }
   const int64_t count = table_.stored_tokens();
   for (const LayerWindows& l : table_.layers()) QEVICT_CHECK(l.count == count);
   CheckSessionPositions({table_.positions(), static_cast<size_t>(count)});
@@ -80,7 +91,7 @@ void TieredCache::SaveState(ByteWriter& out) const {
   out.Pod<double>(peaks.sum_fp16);
   out.Pod<double>(peaks.sum_quant);
   out.Pod<int64_t>(peaks.samples);
-  SaveKvStats(ledger_.counters(), out);
+  SaveKvStats(counters, out);
   policy_->SaveState(out);
 }
 
@@ -234,6 +245,16 @@ void TieredCache::LoadState(ByteReader& in) {
   observation_.SetHeldAfterLoad(held);
   ledger_.set_peaks(peaks);
   ledger_.set_counters(LoadKvStats(in));
+  // Stats() adds this cache's own cold I/O (the blocks written above) to the carried figures.
+  KvStats& counters = ledger_.counters();
+  const int64_t written = cold_tier() ? store_.disk()->bytes_written() : 0;
+  const int64_t read = cold_tier() ? store_.disk()->bytes_read() : 0;
+  if (counters.cold_written_bytes < written || counters.cold_read_bytes < read ||
+      counters.recalls < 0 || counters.cold_score_read_bytes < 0) {
+    in.Fail("malformed cold tier counters");
+  }
+  counters.cold_written_bytes -= written;
+  counters.cold_read_bytes -= read;
   // The budget and what the policy needs follow from the run's tokens, as when it was saved.
   SetBudget(prompt_tokens, run_tokens - prompt_tokens);
   if (held && !observing()) in.Fail("an observation buffer for a policy that does not observe");

@@ -2,9 +2,13 @@
 // that leave RAM are kept bit-exact on disk, a later prompt whose queries point at one brings it
 // back into fp16 with the very bytes a full cache holds, and a damaged or unwritable cold file
 // is an error that names it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
+#include <cerrno>
+#include <string>
 
 #include "kv/full_cache.h"
 #include "kv/kv_test_util.h"
@@ -175,37 +179,208 @@ TEST(ColdTier, APromptCacheHoldsTheColdTierAndRecallsFromIt) {
   }
 }
 
+// A prompt cache saves the cold tier's counters: a cache loaded from it reports the run's
+// windows, bytes and I/O (written, read, read to score) and recalls as the saved cache did, and
+// saving it again gives the same bytes.
+TEST(ColdTier, APromptCacheKeepsTheColdTiersCounters) {
+  Fixture f;
+  std::unique_ptr<KvCache> owned, loaded_owned;
+  TieredCache& cache = f.Make(owned);
+  testing::SyntheticModel model(f.geo, 7, 1.0f);
+  model.query_override = [&](int, int32_t pos, float* q) {
+    if (pos < kPrompt) return;
+    for (int i = 0; i < f.geo.n_heads * f.geo.head_dim; ++i) q[i] *= 3.0f;
+  };
+  ThreadPool pool(1);
+  cache.BeginRun(kPrompt, 8);
+  testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+  cache.ContinueRun(kQuestion, 8);
+  testing::RunBatch(cache, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool);
+  const KvStats before = cache.Stats();
+  ASSERT_GT(before.recalls, 0);
+  ASSERT_GT(before.cold_score_read_bytes, 0);
+  ASSERT_GT(before.cold_read_bytes, before.cold_score_read_bytes);
+  ASSERT_GT(before.cold_written_bytes, 0);
+  ByteWriter out;
+  cache.SaveState(out);
+  TieredCache& loaded = f.Make(loaded_owned);
+  ByteReader in(out.bytes(), "saved cache");
+  loaded.LoadState(in);
+  const KvStats after = loaded.Stats();
+  EXPECT_EQ(after.cold_windows, before.cold_windows);
+  EXPECT_EQ(after.cold_ram_bytes, before.cold_ram_bytes);
+  EXPECT_EQ(after.cold_bytes, before.cold_bytes);
+  EXPECT_EQ(after.cold_written_bytes, before.cold_written_bytes);
+  EXPECT_EQ(after.cold_read_bytes, before.cold_read_bytes);
+  EXPECT_EQ(after.cold_score_read_bytes, before.cold_score_read_bytes);
+  EXPECT_EQ(after.recalls, before.recalls);
+  ByteWriter again;
+  loaded.SaveState(again);
+  EXPECT_EQ(again.bytes(), out.bytes());
+}
+
+// ---- faults: each one ends the run with a ColdStoreError naming the file and the way out, from
+// inside the parallel routing step (two threads, so a worker may meet it), and leaves the cache
+// dead (every later call rethrows it) but safe to destroy; another cache goes on unharmed.
+
+// The ColdStoreError `f` throws; fails the test when it throws none or another error.
+template <class F>
+ColdStoreError ColdFaultOf(F&& f) {
+  try {
+    f();
+  } catch (const ColdStoreError& e) {
+    return e;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a ColdStoreError: " << e.what();
+    return ColdStoreError(ColdStoreError::Kind::kUnavailable, "");
+  }
+  ADD_FAILURE() << "no cold-store fault";
+  return ColdStoreError(ColdStoreError::Kind::kUnavailable, "");
+}
+
+void ExpectMentions(const std::string& message, std::initializer_list<std::string> parts) {
+  for (const std::string& part : parts) {
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  }
+}
+
+// After a fault: the cache refuses to go on with the same error, and another cache (its own
+// file) runs the whole document and a question without one.
+void ExpectDeadAndOthersGoOn(TieredCache& cache, testing::SyntheticModel& model, ThreadPool& pool,
+                             const std::string& fault) {
+  EXPECT_EQ(ColdFaultOf([&] { cache.ContinueRun(kQuestion, 8); }).what(), fault);
+  EXPECT_EQ(ColdFaultOf([&] { cache.BeginRun(kPrompt, 8); }).what(), fault);
+  ByteWriter out;
+  EXPECT_EQ(ColdFaultOf([&] { cache.SaveState(out); }).what(), fault);
+  Fixture other;
+  std::unique_ptr<KvCache> owned;
+  TieredCache& fresh = other.Make(owned);
+  fresh.BeginRun(kPrompt, 8);
+  testing::RunBatch(fresh, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+  fresh.ContinueRun(kQuestion, 8);
+  testing::RunBatch(fresh, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool);
+  EXPECT_NO_THROW(fresh.CheckInvariants());
+  EXPECT_GT(fresh.Stats().cold_windows, 0);
+}
+
+// Runs the document into a cache with a cold tier (two threads): its windows go cold.
+struct ColdRun {
+  Fixture f;
+  std::unique_ptr<KvCache> owned;
+  TieredCache* cache = nullptr;
+  testing::SyntheticModel model{f.geo, 7, 1.0f};
+  ThreadPool pool{2};
+  std::string dir;  // the cold file's directory (the store's path up to its name)
+  explicit ColdRun(bool run_document = true, int64_t disk_limit = -1) {
+    f.config.cold_disk_limit = disk_limit;
+    cache = &f.Make(owned);
+    const std::string& path = cache->cold_store_for_testing()->path();
+    dir = path.substr(0, path.rfind('/'));
+    if (run_document) Document();
+  }
+  void Document() {
+    cache->BeginRun(kPrompt, 8);
+    testing::RunBatch(*cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+    ASSERT_GT(cache->Stats().cold_windows, 0);
+  }
+  void Question() {
+    cache->ContinueRun(kQuestion, 8);
+    testing::RunBatch(*cache, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool);
+  }
+  int64_t block_bytes() const { return WindowStore::FpBlockBytes(f.config, f.geo); }
+};
+
+TEST(ColdTier, AFullDiskAtEvictionEndsTheRunWithAnErrorNamingTheDirectory) {
+  ColdRun run(/*run_document=*/false);
+  // The disk fills after two blocks: the kernel's ENOSPC on the third write.
+  int writes = 0;
+  run.cache->cold_store_for_testing()->set_write_call_for_testing(
+      [&](int fd, const void* buf, size_t n, off_t off) -> ssize_t {
+        if (++writes <= 2) return pwrite(fd, buf, n, off);
+        errno = ENOSPC;
+        return -1;
+      });
+  run.cache->BeginRun(kPrompt, 8);
+  const ColdStoreError e = ColdFaultOf([&] {
+    testing::RunBatch(*run.cache, run.model, 0, kPrompt, BatchKind::kPromptEnd, run.pool);
+  });
+  EXPECT_EQ(e.kind(), ColdStoreError::Kind::kNoRoom);
+  ExpectMentions(
+      e.what(), {run.cache->cold_store_for_testing()->path() + " (unlinked)",
+                 "No space left on device", "free space in " + run.dir + " or pass --kv-cold-dir"});
+  ExpectDeadAndOthersGoOn(*run.cache, run.model, run.pool, e.what());
+}
+
+TEST(ColdTier, TheDiskLimitReachedAtEvictionEndsTheRunNamingTheLimit) {
+  Fixture probe;
+  const int64_t block = WindowStore::FpBlockBytes(probe.config, probe.geo);
+  ColdRun run(/*run_document=*/false, /*disk_limit=*/3 * block);  // the document needs more
+  run.cache->BeginRun(kPrompt, 8);
+  const ColdStoreError e = ColdFaultOf([&] {
+    testing::RunBatch(*run.cache, run.model, 0, kPrompt, BatchKind::kPromptEnd, run.pool);
+  });
+  EXPECT_EQ(e.kind(), ColdStoreError::Kind::kNoRoom);
+  ExpectMentions(e.what(), {run.cache->cold_store_for_testing()->path() + " (unlinked)",
+                            "disk limit", "3 windows", "raise --kv-cold-disk-limit"});
+  EXPECT_LE(run.cache->cold_store_for_testing()->live_bytes(), 3 * block);
+  ExpectDeadAndOthersGoOn(*run.cache, run.model, run.pool, e.what());
+}
+
+TEST(ColdTier, ACorruptedBlockIsAnErrorAtRecall) {
+  ColdRun run;
+  // Another process (or a failing disk) flips a byte in every block, through the file's /proc
+  // name (the file itself is unlinked): whichever block recall reads first fails its checksum.
+  const std::string proc = "/proc/self/fd/" + std::to_string(run.cache->cold_fd_for_testing());
+  const int fd = open(proc.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  struct stat st {};
+  ASSERT_EQ(fstat(fd, &st), 0);
+  for (off_t at = 100; at < st.st_size; at += run.block_bytes()) {
+    uint8_t byte = 0;
+    ASSERT_EQ(pread(fd, &byte, 1, at), 1);
+    byte ^= 0x40;
+    ASSERT_EQ(pwrite(fd, &byte, 1, at), 1);
+  }
+  close(fd);
+  const ColdStoreError e = ColdFaultOf([&] { run.Question(); });
+  EXPECT_EQ(e.kind(), ColdStoreError::Kind::kDamaged);
+  ExpectMentions(e.what(), {"checksum mismatch", " (unlinked), slot ", "the window is lost",
+                            "check the disk holding " + run.dir});
+  ExpectDeadAndOthersGoOn(*run.cache, run.model, run.pool, e.what());
+}
+
+TEST(ColdTier, ATruncatedColdFileIsAnErrorAtRecall) {
+  ColdRun run;
+  ASSERT_EQ(ftruncate(run.cache->cold_fd_for_testing(), 0), 0);  // as another process could
+  const ColdStoreError e = ColdFaultOf([&] { run.Question(); });
+  EXPECT_EQ(e.kind(), ColdStoreError::Kind::kDamaged);
+  ExpectMentions(e.what(), {run.cache->cold_store_for_testing()->path() + " (unlinked)",
+                            "truncated from outside qevict", "leave the files in " + run.dir});
+  ExpectDeadAndOthersGoOn(*run.cache, run.model, run.pool, e.what());
+}
+
+TEST(ColdTier, AReadErrorIsAnErrorAtRecall) {
+  ColdRun run;
+  // The kernel refuses the read (the descriptor replaced by a write-only one: EBADF), as it
+  // would with EIO from a failing disk.
+  const int write_only = open("/dev/null", O_WRONLY);
+  ASSERT_GE(write_only, 0);
+  ASSERT_GE(dup2(write_only, run.cache->cold_fd_for_testing()), 0);
+  close(write_only);
+  const ColdStoreError e = ColdFaultOf([&] { run.Question(); });
+  EXPECT_EQ(e.kind(), ColdStoreError::Kind::kIo);
+  ExpectMentions(e.what(),
+                 {"cannot read", " (unlinked), slot ", "Bad file descriptor", "--kv-cold-dir"});
+  ExpectDeadAndOthersGoOn(*run.cache, run.model, run.pool, e.what());
+}
+
 TEST(ColdTier, AnUnwritableDirectoryIsAnErrorNamingIt) {
   Fixture f;
   f.config.cold_store_dir = "/nonexistent-qevict-cold-dir";
   std::unique_ptr<KvCache> owned;
-  try {
-    f.Make(owned);
-    FAIL() << "a cache with a cold tier in a missing directory was made";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-qevict-cold-dir"), std::string::npos)
-        << e.what();
-  }
-}
-
-TEST(ColdTier, ATruncatedColdFileIsAnErrorAtRecall) {
-  Fixture f;
-  std::unique_ptr<KvCache> owned;
-  TieredCache& cache = f.Make(owned);
-  testing::SyntheticModel model(f.geo, 7, 1.0f);
-  ThreadPool pool(1);
-  cache.BeginRun(kPrompt, 8);
-  testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
-  ASSERT_GT(cache.Stats().cold_windows, 0);
-  ASSERT_GE(cache.cold_fd_for_testing(), 0);
-  ASSERT_EQ(ftruncate(cache.cold_fd_for_testing(), 0), 0);  // as another process could
-  cache.ContinueRun(kQuestion, 8);
-  try {
-    testing::RunBatch(cache, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool);
-    FAIL() << "recall read a truncated cold file";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("qevict-cold"), std::string::npos) << e.what();
-  }
+  const ColdStoreError e = ColdFaultOf([&] { f.Make(owned); });
+  EXPECT_EQ(e.kind(), ColdStoreError::Kind::kUnavailable);
+  ExpectMentions(e.what(), {"'/nonexistent-qevict-cold-dir'", "pass --kv-cold-dir"});
 }
 
 }  // namespace

@@ -43,6 +43,10 @@ ApiError InternalError(std::string message) {
   return {500, std::move(message), "server_error", "", "internal_error"};
 }
 
+ApiError InsufficientStorage(std::string message, std::string code) {
+  return {507, std::move(message), "server_error", "", std::move(code)};
+}
+
 ApiError ErrorForStatus(int status) {
   switch (status) {
     case 400:

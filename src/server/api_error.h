@@ -25,6 +25,8 @@ ApiError MethodNotAllowed(std::string message);
 ApiError PayloadTooLarge(std::string message);
 ApiError ServiceUnavailable(std::string message, std::string code);
 ApiError InternalError(std::string message);
+// 507: the server has no room to store what the request needs (a session's cold tier).
+ApiError InsufficientStorage(std::string message, std::string code);
 // A JSON error for a status the HTTP library produced on its own (400, 413, 414, ...).
 ApiError ErrorForStatus(int status);
 

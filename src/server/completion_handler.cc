@@ -7,6 +7,7 @@
 #include <random>
 #include <variant>
 
+#include "kv/disk_cold_store.h"
 #include "policy/registry.h"
 #include "server/generation.h"
 #include "server/kv_reservation.h"
@@ -187,11 +188,33 @@ void LogGeneration(const GenerationRun& run, const GenerationOutcome& outcome) {
   CurrentRequestLog().generation = fields;
 }
 
+// A fault of the request's cold tier (kv/disk_cold_store.h), during `what` ("prefill",
+// "generation"): 507 cold_store_full when it ran out of room (the disk, or the session's
+// --kv-cold-disk-limit), 500 cold_store_error when its file was damaged or could not be read or
+// written. The message names the file and the way out. The conversation is not kept: its cache
+// is freed with its cold file, and its disk space returns (GenerationRun::Finish).
+ApiError ColdStoreFailure(const std::string& what, const ColdStoreError& e) {
+  if (e.kind() == ColdStoreError::Kind::kNoRoom) {
+    return InsufficientStorage(what + " failed: the session's cold tier has no room: " + e.what() +
+                                   ". In a request: a larger kv.budget (more in RAM) "
+                                   "or a shorter conversation; the server's operator sets "
+                                   "--kv-cold-disk-limit and --kv-cold-dir. The session was "
+                                   "dropped",
+                               "cold_store_full");
+  }
+  ApiError error = InternalError(what + " failed: the session's cold tier failed: " + e.what() +
+                                 ". The session was dropped");
+  error.code = "cold_store_error";
+  return error;
+}
+
 // Generate, with engine failures turned into an ApiError.
 std::variant<GenerationOutcome, ApiError> GenerateOrError(GenerationRun& run,
                                                           const ChunkCallback& on_chunk) {
   try {
     return run.Generate(on_chunk);
+  } catch (const ColdStoreError& e) {
+    return ColdStoreFailure("generation", e);
   } catch (const Error& e) {
     return InternalError(std::string("generation failed: ") + e.what());
   } catch (const std::bad_alloc&) {
@@ -343,6 +366,8 @@ void HandleCompletion(const ServerContext& ctx, Endpoint endpoint, const httplib
   try {
     run = std::make_shared<GenerationRun>(*ctx.model, std::move(std::get<SlotLease>(acquired)),
                                           std::move(job), *ctx.metrics, ctx.sessions);
+  } catch (const ColdStoreError& e) {
+    return SendError(res, ColdStoreFailure("prefill", e));
   } catch (const Error& e) {
     return SendError(res, InternalError(std::string("prefill failed: ") + e.what()));
   } catch (const std::bad_alloc&) {

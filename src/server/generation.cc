@@ -83,11 +83,18 @@ GenerationOutcome GenerationRun::Generate(const ChunkCallback& on_chunk) {
   };
   GenerationOutcome out;
   const double seconds_before = session.timings().generate_seconds;
-  lease_.Run([&] {
-    out.result = conversation_->Generate(*model_.tokenizer, logits_, go);
-    out.kv = session.kv_stats();
-    out.timings = session.timings();
-  });
+  try {
+    lease_.Run([&] {
+      out.result = conversation_->Generate(*model_.tokenizer, logits_, go);
+      out.kv = session.kv_stats();
+      out.timings = session.timings();
+    });
+  } catch (...) {
+    // A failed generation (a cold-store fault leaves the cache dead) is never kept: its cache,
+    // cold file included, is freed now and the slot released.
+    Finish();
+    throw;
+  }
   generated_ = static_cast<int64_t>(out.result.tokens.size());
   decode_seconds_ = out.timings.generate_seconds - seconds_before;
   final_stats_ = out.kv;

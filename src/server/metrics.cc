@@ -143,8 +143,8 @@ std::string ServerMetrics::RenderPrometheus(const SchedulerSnapshot& sched,
     evictions += s.kv.evictions;
   }
   w.Header("qevict_kv_resident_bytes", "gauge",
-           "KV cache bytes held now, summed over active sessions, by tier (cold: exact-recovery "
-           "store on disk, outside the budget).");
+           "KV cache bytes held now, summed over active sessions, by tier (cold: on disk, the "
+           "exact-recovery store or the cold tier, outside the budget).");
   w.Sample("qevict_kv_resident_bytes", sum.fp16_bytes, "tier=\"fp16\"");
   w.Sample("qevict_kv_resident_bytes", sum.quant_bytes, "tier=\"quant\"");
   w.Sample("qevict_kv_resident_bytes", sum.meta_bytes, "tier=\"meta\"");

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -39,8 +40,20 @@ void ThreadPool::Work() {
     const int64_t c = next_chunk_.fetch_add(1);
     if (c >= n_chunks_) return;
     const int64_t begin = c * chunk_;
-    fn_(ctx_, begin, std::min(n_, begin + chunk_));
+    if (!failed_.load()) RunChunk(begin, std::min(n_, begin + chunk_));
     done_chunks_.fetch_add(1);
+  }
+}
+
+// An exception must not leave a worker's thread (std::terminate) nor the caller's before every
+// chunk is done (the job's context lives on the caller's stack): it is kept for Run to rethrow.
+void ThreadPool::RunChunk(int64_t begin, int64_t end) {
+  try {
+    fn_(ctx_, begin, end);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (!failure_) failure_ = std::current_exception();
+    failed_.store(true);
   }
 }
 
@@ -85,11 +98,21 @@ void ThreadPool::Run(int64_t n, int64_t grain, ChunkFn fn, void* ctx) {
   n_ = n;
   n_chunks_ = (n + chunk_ - 1) / chunk_;
   done_chunks_.store(0);
+  failed_.store(false);
+  failure_ = nullptr;
   next_chunk_.store(0);
   generation_.fetch_add(1);  // even: published
   generation_.notify_all();
   Work();
   while (done_chunks_.load() != n_chunks_) QEVICT_PAUSE();
+  if (failed_.load()) {
+    std::exception_ptr failure;
+    {
+      std::lock_guard<std::mutex> lock(failure_mutex_);
+      failure = std::exchange(failure_, nullptr);
+    }
+    std::rethrow_exception(failure);
+  }
 }
 
 }  // namespace qevict

@@ -6,10 +6,15 @@
 // ParallelFor hands out chunks dynamically and returns as soon as every chunk is done: a worker
 // that has not woken up yet (descheduled on a busy machine) is not waited for, its share is
 // simply taken by whoever is running. One job runs at a time; concurrent callers serialize.
+//
+// A chunk that throws (a cold-store read or write that fails inside a parallel routing step)
+// does not end its thread: the first exception is kept, the chunks not yet started are
+// skipped, and ParallelFor rethrows it on the caller's thread once every running chunk is done.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -28,7 +33,9 @@ class ThreadPool {
   int size() const { return n_threads_; }
 
   // Calls fn(begin, end) over [0, n) in chunks of at least `grain` items. fn may run on any
-  // thread, several chunks per thread; it must not call back into the same pool.
+  // thread, several chunks per thread; it must not call back into the same pool. If fn throws,
+  // the chunks not yet started are skipped and the first exception is rethrown here after the
+  // others finish.
   template <class Fn>
   void ParallelFor(int64_t n, int64_t grain, Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
@@ -45,6 +52,7 @@ class ThreadPool {
   void WorkerLoop();
   // Claims and runs chunks of the current job until none is left.
   void Work();
+  void RunChunk(int64_t begin, int64_t end);
 
   int n_threads_;
   std::vector<std::thread> workers_;
@@ -64,6 +72,10 @@ class ThreadPool {
   std::atomic<int> active_{0};  // workers inside Work()
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
+  // The current job's first exception; once failed_ is set, unstarted chunks are skipped.
+  std::atomic<bool> failed_{false};
+  std::mutex failure_mutex_;
+  std::exception_ptr failure_;
 };
 
 }  // namespace qevict

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace qevict {
@@ -49,6 +51,44 @@ TEST(ThreadPoolTest, SerializesConcurrentCallers) {
   }
   for (auto& t : callers) t.join();
   EXPECT_EQ(total.load(), 3 * 500 * 100);
+}
+
+// A chunk that throws (a cold-store fault inside a parallel routing step) reaches the caller as
+// the same exception, on any thread count, from whichever thread ran it; no thread ends, and
+// the pool runs the next job normally.
+TEST(ThreadPoolTest, AnExceptionInAChunkReachesTheCaller) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    for (int64_t failing : {int64_t{0}, int64_t{37}, int64_t{99}}) {
+      std::atomic<int64_t> ran{0};
+      try {
+        pool.ParallelFor(100, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            if (i == failing) throw std::runtime_error("item " + std::to_string(i));
+            ran.fetch_add(1);
+          }
+        });
+        FAIL() << "no exception with " << threads << " threads";
+      } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()), "item " + std::to_string(failing));
+      }
+      EXPECT_LT(ran.load(), 100);
+      std::atomic<int64_t> total{0};
+      pool.ParallelFor(100, 1, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+      EXPECT_EQ(total.load(), 100) << threads;
+    }
+  }
+}
+
+TEST(ThreadPoolTest, EveryChunkThrowingGivesOneException) {
+  ThreadPool pool(4);
+  for (int job = 0; job < 200; ++job) {
+    EXPECT_THROW(pool.ParallelFor(64, 1, [](int64_t, int64_t) { throw std::logic_error("x"); }),
+                 std::logic_error);
+  }
+  std::atomic<int64_t> total{0};
+  pool.ParallelFor(64, 1, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+  EXPECT_EQ(total.load(), 64);
 }
 
 }  // namespace

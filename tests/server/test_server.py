@@ -1007,6 +1007,101 @@ def test_cold_tier_session(srv, args):
         assert report["bytes"]["cold"] == k["cold_bytes"], report["bytes"]
 
 
+def open_cold_files(pid, directory):
+    """The unlinked files the process holds open in `directory` (its sessions' cold files)."""
+    count = 0
+    fd_dir = "/proc/%d/fd" % pid
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:  # closed meanwhile
+            continue
+        count += target.startswith(directory + "/") and target.endswith(" (deleted)")
+    return count
+
+
+def test_cold_store_fault_drops_only_its_session(args):
+    """--kv-cold-disk-limit caps each session's cold file: a conversation whose cold tier would
+    pass it gets 507 cold_store_full naming the file and the way out, and is dropped with its
+    cold file closed (the process's open "(deleted)" files in --kv-cold-dir, counted through
+    /proc), as is one that meets it while it generates (the error then in the 200's body); a
+    kept conversation goes on from its cache and answers as the same conversation does
+    afresh, and one dropped by --max-sessions closes its file too. Nothing is ever left in the
+    directory."""
+    cold = tempfile.mkdtemp(prefix="qevict-cold-srv-")
+    # A ~260-token conversation writes about 5 MiB of cold blocks at this budget, a ~1100-token
+    # one about 24 MiB: the limit holds the first, not the second.
+    srv = ServerProcess(args.binary, args.model, "--slots", "1", "-t", "2", "--max-sessions", "1",
+                        "--kv-cold-dir", cold, "--kv-cold-disk-limit", str(8 * 2**20))
+    kv = {"policy": "qevict-recall", "budget": 0.2}
+
+    def ask(sid, messages):
+        return srv.post("/v1/chat/completions", {"messages": messages, "max_tokens": 8,
+                                                 "temperature": 0, "kv": kv, "session_id": sid})
+
+    def two_turns(sid):
+        messages = [{"role": "user", "content": parcel_document(chars=600) + "\n\n" +
+                     QUESTIONS[0]}]
+        bodies = []
+        for question in QUESTIONS[1:3]:
+            status, body = ask(sid, messages)
+            assert status == 200, body
+            assert open_cold_files(srv.proc.pid, cold) == 1, os.listdir("/proc/%d/fd" % srv.proc.pid)
+            bodies.append(body)
+            if len(bodies) == 1:
+                messages += [{"role": "assistant",
+                              "content": body["choices"][0]["message"]["content"]},
+                             {"role": "user", "content": question}]
+                yield bodies[0]
+        yield bodies[1]
+    try:
+        first = two_turns("kept")
+        kept_turn1 = next(first)
+        assert kept_turn1["kv"]["cold_windows"] > 0, kept_turn1["kv"]
+        # The long conversation fails at its prompt's end, before any byte of the response.
+        long_messages = [{"role": "user", "content": parcel_document(offset=5, chars=3000) +
+                          "\n\n" + QUESTIONS[0]}]
+        result = ask("too-long", long_messages)
+        expect_error(result, 507, code="cold_store_full", contains="--kv-cold-disk-limit")
+        message = result[1]["error"]["message"]
+        for part in (cold + "/qevict-cold-", "(unlinked)", "8.0 MiB", "session was dropped"):
+            assert part in message, (part, message)
+        assert result[1]["error"]["type"] == "server_error", result[1]
+        assert open_cold_files(srv.proc.pid, cold) == 1  # its file closed, the kept one open
+        assert srv.get("/v1/sessions/too-long/cache")[0] == 404
+        # One that meets the limit while it generates: its prompt leaves ~7.4 MiB cold, each 8
+        # generated tokens ~0.2 MiB more (end of text ruled out). The 200 has gone out, so the
+        # error object is the body.
+        status, body = srv.post("/v1/completions", {
+            "prompt": parcel_document(offset=9, chars=1050), "max_tokens": 128, "temperature": 0,
+            "logit_bias": {"0": -100, "1": -100, "2": -100},
+            "kv": {"policy": "qevict-recall", "budget": 0.05},
+            "session_id": "generating"})
+        assert status == 200 and "error" in body, body
+        assert body["error"]["code"] == "cold_store_full", body
+        assert body["error"]["message"].startswith("generation failed: "), body
+        assert open_cold_files(srv.proc.pid, cold) == 1
+        assert srv.get("/v1/sessions/generating/cache")[0] == 404
+        # The kept conversation goes on from its cache.
+        kept_turn2 = next(first)
+        assert kept_turn2["usage"]["prompt_tokens_details"]["cached_tokens"] > 0, kept_turn2
+        # The same conversation afresh (dropping the kept one: --max-sessions 1, its file
+        # closed) answers the same.
+        again = two_turns("again")
+        next(again)
+        assert srv.get("/v1/sessions/kept/cache")[0] == 404
+        again_turn2 = next(again)
+        assert (again_turn2["choices"][0]["message"]["content"] ==
+                kept_turn2["choices"][0]["message"]["content"]), (again_turn2, kept_turn2)
+        assert os.listdir(cold) == [], os.listdir(cold)
+    finally:
+        rc = srv.stop()
+    assert rc == 0, "server exit code %d: %s" % (rc, srv.stderr()[-2000:])
+    assert os.listdir(cold) == [], os.listdir(cold)
+    os.rmdir(cold)
+    srv.remove_log()
+
+
 def test_sessions_continue_like_one_process(srv, args):
     """Three turns over one document: every later request reuses everything the previous one
     left in the cache (its prompt and its answer), and the answers are those of `qevict chat`,
@@ -1293,7 +1388,8 @@ GROUPS = {
                   test_sessions_divergent_history_never_reuses,
                   test_sessions_concurrent_conversations_are_isolated],
                  [test_sessions_bounded_by_count_and_ttl,
-                  test_sessions_come_and_go_under_the_memory_limit]),
+                  test_sessions_come_and_go_under_the_memory_limit,
+                  test_cold_store_fault_drops_only_its_session]),
 }
 
 
