@@ -3,7 +3,10 @@
 a 512-token ring, 7.5 MiB): the budget is 0.1 of the 3 global layers' fp16 cache, feasible on a
 1.2k-token prompt where 0.1 of the whole cache is less than the rings alone. Checks from
 `--kv-stats --json` that the global layers hold no more than their budget, that the rings are
-reported beside it and paid on top, and that the summary says so.
+reported beside it and paid on top, and that the summary says so. The same for qevict-recall
+(issue 38's cold tier in the global layers' cache of the interleaved one): what its global
+layers evict goes cold (on disk, nothing dropped), its digests are charged in the budget, the
+decoding steps recall some of it, and the stats and summary report the cold tier.
 
     budget_scope_model_test.py BIN
 
@@ -25,15 +28,12 @@ TOKEN_BYTES = 2 * 256 * 2  # K and V of one 256-dim KV head in fp16, one layer
 MIB = 1024.0 * 1024.0
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    if not os.path.exists(MODEL):
-        print("skipped: no %s (scripts/fetch_model.sh gemma3)" % MODEL)
-        return 77
-    cmd = [sys.argv[1], "run", "-m", MODEL, "-f", PROMPT, "-n", str(NEW_TOKENS), "--threads", "2",
-           "--kv-policy", "qevict", "--kv-budget", "0.1", "--kv-budget-scope", "global",
+COLD_BLOCK_BYTES = 8 * TOKEN_BYTES  # one window of one global layer, on disk
+
+
+def check_policy(binary, policy):
+    cmd = [binary, "run", "-m", MODEL, "-f", PROMPT, "-n", str(NEW_TOKENS), "--threads", "2",
+           "--kv-policy", policy, "--kv-budget", "0.1", "--kv-budget-scope", "global",
            "--kv-stats", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     err = proc.stderr
@@ -41,7 +41,7 @@ def main():
 
     def check(ok, what):
         if not ok:
-            failures.append(what)
+            failures.append("%s: %s" % (policy, what))
 
     check(proc.returncode == 0, "exit code %d" % proc.returncode)
     stats = json.loads([line for line in err.splitlines() if line.startswith("{")][-1])
@@ -64,7 +64,18 @@ def main():
     check(stats["budget_bytes"] == global_budget + rings,
           "budget_bytes %d, want the global budget plus the rings %d" %
           (stats["budget_bytes"], global_budget + rings))
-    check(stats["routing_steps"] > 0 and stats["evicted_windows"] + stats["quant_windows"] > 0,
+    if policy == "qevict-recall":
+        check(stats["evicted_windows"] == 0, "%d windows dropped" % stats["evicted_windows"])
+        check(stats["cold_windows"] > 0, "nothing went cold: %s" % stats)
+        check(stats["cold_bytes"] >= stats["cold_windows"] * COLD_BLOCK_BYTES,
+              "cold_bytes %d for %d cold windows" % (stats["cold_bytes"], stats["cold_windows"]))
+        check(0 < stats["cold_ram_bytes"] <= stats["meta_bytes"],
+              "cold_ram_bytes %d, meta_bytes %d" % (stats["cold_ram_bytes"], stats["meta_bytes"]))
+        check(stats["recalls"] > 0 and stats["cold_read_bytes"] > 0, "nothing recalled")
+        check("cold tier: %d windows on disk" % stats["cold_windows"] in err,
+              "the summary's cold tier line")
+    check(stats["routing_steps"] > 0 and
+          stats["evicted_windows"] + stats.get("cold_windows", 0) + stats["quant_windows"] > 0,
           "nothing was compressed: %s" % stats)
     check(0 < global_resident <= global_budget,
           "global layers hold %d bytes, budget %d" % (global_resident, global_budget))
@@ -81,11 +92,23 @@ def main():
         print("FAIL:", f)
     if failures:
         print(err)
-        return 1
-    print("ok: %d-token prompt, global layers %d of %d bytes, rings %d bytes, peak RSS %.1f MiB" %
-          (prompt, global_resident, global_budget, stats["sliding_bytes"],
-           stats["peak_rss_bytes"] / MIB))
-    return 0
+        return False
+    print("ok: %s, %d-token prompt, global layers %d of %d bytes, rings %d bytes, cold %d bytes, "
+          "peak RSS %.1f MiB" % (policy, prompt, global_resident, global_budget,
+                                 stats["sliding_bytes"], stats.get("cold_bytes", 0),
+                                 stats["peak_rss_bytes"] / MIB))
+    return True
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    if not os.path.exists(MODEL):
+        print("skipped: no %s (scripts/fetch_model.sh gemma3)" % MODEL)
+        return 77
+    ok = [check_policy(sys.argv[1], policy) for policy in ("qevict", "qevict-recall")]
+    return 0 if all(ok) else 1
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ TEST(PromptStyleModelTest, ContextOnlyTokensJoinedAreTheQuestionInPromptTokens) 
   if (const LoadedModel* gemma = testing::GemmaModel()) models.push_back(gemma);
   TaskGrid grid;
   grid.tasks = {"passkey", "niah", "multikey", "vt", "drift", "multivalue", "multiquery",
-                "cwe", "fwe", "scbench"};
+                "cwe", "fwe", "scbench", "twofacts"};
   grid.lengths = {1024};
   grid.depths = {0.3};
   for (const LoadedModel* m : models) {

@@ -121,7 +121,8 @@ std::function<int()> RegisterEval(CLI::App& app) {
   cmd->add_option("-m,--model", flags->model, "GGUF model file")->required();
   cmd->add_option("--tasks", flags->tasks,
                   "generated tasks (comma list of passkey, niah, multikey, vt, drift, longgen, "
-                  "ppl, multivalue, multiquery, cwe, fwe, scbench) or a task file FILE.jsonl "
+                  "ppl, multivalue, multiquery, cwe, fwe, scbench, twofacts) or a task file "
+                  "FILE.jsonl "
                   "(docs/evaluation.md, \"Task files\")")
       ->capture_default_str();
   cmd->add_option("--policies", flags->policies,

@@ -25,11 +25,16 @@ constexpr MetricSpec kMetrics[] = {{"accuracy", true},    {"edit_similarity", tr
                                    {"kl", false},         {"delta_ppl", false},
                                    {"missed_mass", true}, {"quantized_mass", true},
                                    {"fmm", true},         {"fmm_cumulative", true}};
+// The cold tier's (cold_bytes, recalls) and the ledger's resident and pool-reserved bytes at the
+// row's end are what `make demo` prints beside the RSS.
 constexpr const char* kKvMeans[] = {"peak_bytes",          "mean_resident_bytes",
                                     "prefill_peak_bytes",  "peak_reserved_bytes",
                                     "reserved_bytes",      "rss_bytes",
                                     "peak_rss_bytes",      "promotions",
-                                    "demotions",           "evictions"};
+                                    "demotions",           "evictions",
+                                    "resident_bytes",      "pool_reserved_bytes",
+                                    "cold_bytes",          "cold_peak_bytes",
+                                    "recalls"};
 
 struct Row {
   RowFields f;

@@ -72,6 +72,8 @@ TEST(EvalSummaryTest, CellsCarryMeansIntervalsAndKv) {
                             Row("kivi", 0.1, "a", 0.25), Row("kivi", 0.1, "b", 0.25)};
   rows[4]["infeasible"] = true;
   rows[2]["kl"] = 0.0;  // one number is enough for a metric to appear
+  rows[2]["kv"]["cold_bytes"] = 8192;  // the cold tier's bytes: a mean over the rows with some
+  rows[3]["kv"]["cold_bytes"] = 0;
   const json s = SummarizeRows(rows);
   EXPECT_EQ(s["format"], 2);
   const json& cells = s["cells"];
@@ -94,6 +96,7 @@ TEST(EvalSummaryTest, CellsCarryMeansIntervalsAndKv) {
   EXPECT_DOUBLE_EQ(full["kv"]["promotions"].get<double>(), 2.0);
   EXPECT_TRUE(full["kv"]["evictions"].is_null());
   EXPECT_TRUE(full["kv"].contains("peak_rss_bytes"));
+  EXPECT_TRUE(full["kv"]["cold_bytes"].is_null());
 
   const json& qevict = cells[1];
   const json& q = qevict["metrics"]["accuracy"];
@@ -106,6 +109,7 @@ TEST(EvalSummaryTest, CellsCarryMeansIntervalsAndKv) {
   EXPECT_EQ(qevict["metrics"]["kl"]["n"], 1);
   EXPECT_EQ(cells[2]["infeasible_n"], 1);
   EXPECT_EQ(qevict["infeasible_n"], 0);
+  EXPECT_DOUBLE_EQ(qevict["kv"]["cold_bytes"].get<double>(), 4096.0);
 
   // The numbers do not depend on the order the rows came in.
   std::reverse(rows.begin(), rows.end());

@@ -6,6 +6,11 @@
 // third. A cache compressed for the first question must still serve the others, whose facts
 // the first question did not attend to: attention drifts back to what was archived.
 //
+// twofacts (the `make demo` task): the claim of the cold tier in its smallest form. One context
+// holding two of those facts, of two kinds drawn per instance, at depths 0.25 and 0.75, and two
+// questions in one session: the later fact first, then the earlier one, which the first
+// question did not attend to.
+//
 // The facts differ in form, not only in their key, so that a small model does not answer one
 // question with another fact's value (with four "special magic number for KEY" needles,
 // SmolLM2-135M's full cache answered 0.53); the values are short things a model copies (digits,
@@ -85,6 +90,29 @@ EvalTask GenerateDrift(const TaskInstance& instance, TaskResources& resources) {
   rng.Shuffle(facts);  // facts[slot]: the kind at each depth is drawn per instance
   std::vector<Needle> needles;
   for (int slot = 0; slot < kFacts; ++slot) {
+    needles.push_back(Needle{facts[slot].sentence, kDepths[slot]});
+  }
+  EvalTask task;
+  task.task = instance.task;
+  task.id = instance.id;
+  task.kind = TaskKind::kQuestions;
+  task.context =
+      BuildNeedleContext(instance, resources, resources.prose(), kDriftInstruction, needles);
+  for (int slot : kAskOrder) task.turns.push_back(facts[slot].turn);
+  task.max_new_tokens = 24;
+  task.target_tokens = instance.length;
+  task.depth = -1.0;
+  return task;
+}
+
+EvalTask GenerateTwoFacts(const TaskInstance& instance, TaskResources& resources) {
+  constexpr double kDepths[2] = {0.25, 0.75};
+  constexpr int kAskOrder[2] = {1, 0};  // by depth slot: the later fact, then the earlier
+  Rng rng(instance.seed);
+  std::vector<Fact> facts = DrawFacts(rng);
+  rng.Shuffle(facts);  // the first two: two different kinds, drawn per instance
+  std::vector<Needle> needles;
+  for (int slot = 0; slot < 2; ++slot) {
     needles.push_back(Needle{facts[slot].sentence, kDepths[slot]});
   }
   EvalTask task;

@@ -32,8 +32,8 @@ void ExpectSameTask(const EvalTask& a, const EvalTask& b) {
 
 TEST(TaskExportTest, GeneratedQuestionTasksRoundTrip) {
   TaskGrid grid;
-  grid.tasks = {"passkey",    "niah",       "multikey", "vt",  "drift",
-                "multivalue", "multiquery", "cwe",      "fwe", "scbench"};
+  grid.tasks = {"passkey",    "niah", "multikey", "vt",      "drift",   "multivalue",
+                "multiquery", "cwe",  "fwe",      "scbench", "twofacts"};
   grid.lengths = {512};
   grid.depths = {0.25, 0.75};
   grid.samples = 2;

@@ -36,6 +36,7 @@ constexpr TaskInfo kTasks[] = {
     {"cwe", true, false, eval_internal::GenerateCwe},
     {"fwe", true, false, eval_internal::GenerateFwe},
     {"scbench", true, false, eval_internal::GenerateScbench, 5},
+    {"twofacts", true, false, eval_internal::GenerateTwoFacts, 2},
 };
 
 constexpr int64_t kMinLength = 256;

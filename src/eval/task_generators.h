@@ -1,6 +1,6 @@
 // Deterministic, offline generators of the long-context evaluation tasks (docs: the "Tasks"
 // table of docs/evaluation.md): passkey, niah, multikey, vt, drift, longgen, ppl, and the RULER /
-// SCBench-style multivalue, multiquery, cwe, fwe, scbench. A grid of
+// SCBench-style multivalue, multiquery, cwe, fwe, scbench, and twofacts (`make demo`). A grid of
 // tasks × context lengths × needle depths × samples expands into EvalTask instances whose text
 // depends only on the grid values and the seed (byte-identical on every machine); each instance
 // has its own seed, so adding a length or depth leaves the other instances unchanged. Haystack
@@ -24,17 +24,17 @@ struct TaskGrid {
   uint64_t seed = 1;
 };
 
-// passkey niah multikey vt drift longgen ppl multivalue multiquery cwe fwe scbench
+// passkey niah multikey vt drift longgen ppl multivalue multiquery cwe fwe scbench twofacts
 const std::vector<std::string>& TaskNames();
 
-// Questions a generated task asks in one session (drift 4, scbench 5, longgen and ppl 1 as the
-// other tasks, though they ask none); 0 for an unknown name. What room a --lengths value must
-// leave for later turns.
+// Questions a generated task asks in one session (drift 4, scbench 5, twofacts 2, longgen and ppl 1
+// as the other tasks, though they ask none); 0 for an unknown name. What room a --lengths value
+// must leave for later turns.
 int GeneratedTaskTurns(std::string_view name);
 
 // Instances, task by task in grid order, then by length, depth and sample:
 //  - passkey, niah, multikey, multivalue, multiquery: lengths × depths × samples;
-//  - vt, drift, ppl, cwe, fwe, scbench: lengths × samples (depth -1);
+//  - vt, drift, ppl, cwe, fwe, scbench, twofacts: lengths × samples (depth -1);
 //  - longgen: samples (target_tokens 0, depth -1).
 // ids read "<task>[-L<length>][-d<depth>]-s<sample>", e.g. "niah-L4096-d0.50-s0".
 // Context token counts (by count_tokens) are within a few percent of the length; questions are

@@ -192,8 +192,8 @@ TEST(TaskGeneratorsTest, AddingGridValuesKeepsOtherInstances) {
 TEST(TaskGeneratorsTest, IdsCountsAndFields) {
   const TaskGrid grid = AllTasksGrid();
   const std::vector<EvalTask> tasks = GenerateTasks(grid, kFake);
-  // 5 depth tasks × 2 lengths × 3 depths × 2 samples + 6 tasks × 2 lengths × 2 + longgen 2.
-  EXPECT_EQ(tasks.size(), 5u * 2 * 3 * 2 + 6 * 2 * 2 + 2);
+  // 5 depth tasks × 2 lengths × 3 depths × 2 samples + 7 tasks × 2 lengths × 2 + longgen 2.
+  EXPECT_EQ(tasks.size(), 5u * 2 * 3 * 2 + 7 * 2 * 2 + 2);
   std::set<std::string> ids;
   for (const EvalTask& t : tasks) EXPECT_TRUE(ids.insert(t.id).second) << t.id;
   EXPECT_TRUE(ids.count("niah-L4096-d0.50-s1"));
@@ -208,6 +208,7 @@ TEST(TaskGeneratorsTest, IdsCountsAndFields) {
   EXPECT_TRUE(ids.count("cwe-L4096-s1"));
   EXPECT_TRUE(ids.count("fwe-L1024-s0"));
   EXPECT_TRUE(ids.count("scbench-L4096-s0"));
+  EXPECT_TRUE(ids.count("twofacts-L1024-s1"));
   for (const EvalTask& t : tasks) {
     const bool depth_task = t.task == "passkey" || t.task == "niah" || t.task == "multikey" ||
                             t.task == "multivalue" || t.task == "multiquery";
@@ -232,7 +233,8 @@ TEST(TaskGeneratorsTest, IdsCountsAndFields) {
       const std::map<std::string, int> max_new = {{"vt", 64},         {"passkey", 32},
                                                    {"multivalue", 64}, {"multiquery", 64},
                                                    {"cwe", 100},       {"fwe", 40},
-                                                   {"scbench", 32},  {"drift", 24}};
+                                                   {"scbench", 32},  {"drift", 24},
+                                                   {"twofacts", 24}};
       EXPECT_EQ(t.max_new_tokens, max_new.count(t.task) ? max_new.at(t.task) : 40) << t.id;
       // RULER-style tasks with several answers score the share found; the rest any (vt all).
       const bool share = t.task == "multivalue" || t.task == "multiquery" || t.task == "cwe" ||
@@ -251,8 +253,8 @@ TEST(TaskGeneratorsTest, IdsCountsAndFields) {
 
 TEST(TaskGeneratorsTest, ContextLengthWithinFivePercent) {
   TaskGrid grid;
-  grid.tasks = {"passkey", "niah",       "multikey", "vt",  "drift", "ppl",
-                "multivalue", "multiquery", "cwe",   "fwe", "scbench"};
+  grid.tasks = {"passkey",    "niah",       "multikey", "vt",  "drift",   "ppl",
+                "multivalue", "multiquery", "cwe",      "fwe", "scbench", "twofacts"};
   grid.lengths = {512, 1024, 2048, 4096, 8192, 16384};
   grid.depths = {0.3};
   for (const EvalTask& t : GenerateTasks(grid, kFake)) {
@@ -349,14 +351,14 @@ TEST(TaskGeneratorsTest, AnswerPrefixesLeadIntoTheAnswer) {
       }
       if (t.task == "passkey") {
         EXPECT_EQ(turn.answer_prefix, "The pass key is");
-      } else if (t.task != "drift") {  // drift: DriftAsksFourDifferentFactsOutOfOrder
+      } else if (t.task != "drift" && t.task != "twofacts") {  // their own tests below
         EXPECT_EQ(turn.answer_prefix, "The special magic number for " + KeyOf(turn.question) + " is");
       }
     }
   }
   EXPECT_EQ(tasks_seen,
             (std::set<std::string>{"passkey", "niah", "multikey", "vt", "drift", "multivalue",
-                                   "multiquery", "cwe", "fwe", "scbench"}));
+                                   "multiquery", "cwe", "fwe", "scbench", "twofacts"}));
 }
 
 TEST(TaskGeneratorsTest, DriftAsksFourDifferentFactsOutOfOrder) {
@@ -387,6 +389,33 @@ TEST(TaskGeneratorsTest, DriftAsksFourDifferentFactsOutOfOrder) {
     EXPECT_NEAR(depths[1], 0.9, 0.03) << t.id;
     EXPECT_NEAR(depths[2], 0.1, 0.03) << t.id;
     EXPECT_NEAR(depths[3], 0.63, 0.03) << t.id;
+  }
+  EXPECT_GT(first_prefixes.size(), 1u);  // which kind sits where is drawn per instance
+}
+
+// twofacts (`make demo`): two facts of two kinds at depths 0.25 and 0.75, the later one asked
+// first.
+TEST(TaskGeneratorsTest, TwoFactsAsksTheLaterFactFirst) {
+  TaskGrid grid;
+  grid.tasks = {"twofacts"};
+  grid.lengths = {2048, 16384};
+  grid.samples = 6;
+  std::set<std::string> first_prefixes;
+  for (const EvalTask& t : GenerateTasks(grid, kFake)) {
+    ASSERT_EQ(t.turns.size(), 2u) << t.id;
+    EXPECT_EQ(t.max_new_tokens, 24);
+    EXPECT_NE(t.turns[0].answer_prefix.substr(0, 12), t.turns[1].answer_prefix.substr(0, 12))
+        << t.id;  // two different kinds of fact
+    std::vector<double> depths;
+    for (const EvalTurn& turn : t.turns) {
+      ASSERT_EQ(turn.answers.size(), 1u);
+      const std::string fact = turn.answer_prefix + " " + turn.answers[0] + ".";
+      EXPECT_EQ(Occurrences(t.context, fact), 1u) << t.id << ": " << fact;
+      depths.push_back(DepthOf(t.context, fact));
+    }
+    EXPECT_NEAR(depths[0], 0.75, 0.03) << t.id;
+    EXPECT_NEAR(depths[1], 0.25, 0.03) << t.id;
+    first_prefixes.insert(t.turns[0].answer_prefix.substr(0, 12));
   }
   EXPECT_GT(first_prefixes.size(), 1u);  // which kind sits where is drawn per instance
 }

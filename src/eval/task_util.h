@@ -99,6 +99,7 @@ EvalTask GenerateNiah(const TaskInstance& instance, TaskResources& resources);
 EvalTask GenerateMultikey(const TaskInstance& instance, TaskResources& resources);
 EvalTask GenerateVt(const TaskInstance& instance, TaskResources& resources);
 EvalTask GenerateDrift(const TaskInstance& instance, TaskResources& resources);
+EvalTask GenerateTwoFacts(const TaskInstance& instance, TaskResources& resources);  // task_drift.cc
 EvalTask GenerateLongGen(const TaskInstance& instance, TaskResources& resources);
 EvalTask GeneratePpl(const TaskInstance& instance, TaskResources& resources);
 EvalTask GenerateMultivalue(const TaskInstance& instance, TaskResources& resources);
