@@ -93,7 +93,7 @@ struct KvConfig {
   std::string cold_store_dir;
   // Cold tier (a policy that keeps_cold(): qevict-recall): the digest of each cold window, and
   // the most bytes the cold file may hold on disk (-1: no limit but the disk's).
-  DigestKind cold_digest = DigestKind::kMeanKeyQ4C;
+  DigestKind cold_digest = DigestKind::kMeanKeyQ2C;
   int64_t cold_disk_limit = -1;
   // At a prompt, every cold window is read back and ranked exactly (true: scan), or the digests
   // shortlist recall_candidates of them; decoding steps always shortlist recall_candidates / 4.

@@ -279,8 +279,9 @@ const std::vector<KvOptionDef>& CacheOptions() {
                "for recall",
        .doc = "cold tier (`qevict-recall`): the digest kept in RAM per cold window, from which "
               "recall ranks it without reading it (docs/kv-cache.md, \"Cold tier and recall\")",
-       .origin = "*choice* (Quest's bounds, InfLLM's representative key; chosen by the measured "
-                 "recall)",
+       .origin = "*choice* (Quest's bounds, InfLLM's representative key; with recall_rank=scan "
+                 "the digests rank only decoding steps, so the cheapest that ranks them well: "
+                 "chosen on the development seeds)",
        .our_choice = true,
        .choices = DigestChoices(),
        .eval_variant = true,

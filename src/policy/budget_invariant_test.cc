@@ -53,7 +53,7 @@ int64_t DocumentedFloor(const KvConfig& c, const KvGeometry& g, int64_t tokens) 
     const int64_t digest =
         DigestBytes(c.cold_digest, DigestGeometry{g.n_kv_heads, g.head_dim, c.window});
     floor += g.n_layers * ((tokens + c.window - 1) / c.window) * (8 + digest + 9);
-    // Per layer: the last generated token's query, and the digest context (mean-key-q4c:
+    // Per layer: the last generated token's query, and the digest context (mean-key-q2c:
     // per-channel offsets and scales in fp16).
     floor += g.n_layers * (int64_t{g.n_heads} * g.head_dim * 4 + 4 +
                            (DigestNeedsContext(c.cold_digest) ? g.n_kv_heads * g.head_dim * 4 : 0));
