@@ -146,14 +146,19 @@ elif [ "$PART" = recall ]; then
   # anchor (everything in RAM, the top pages attended per token), context-only protocol (the
   # question after the document, as chat, server sessions and --prompt-cache use the cache),
   # 30 a cell, budgets 0.05 and 0.1. About 20 min a 2k run on 2 cores, 45 a 4k one.
+  # RECALL_POLICIES=P,Q and RUN_SUFFIX=-S rerun only some policies into runs NAME-S, whose rows
+  # replace those of the same policies in the earlier runs (the renderer keeps a later run's
+  # row): how a change to one policy is measured again without rerunning the baselines.
   TOTAL=4
-  RECALL=(--budgets 0.05,0.1 --protocol context-only --policies qevict,qevict-qa,snapkv,quest,qevict-recall)
-  run recall-smol-niah-ctx "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"
-  run recall-smol-drift-ctx "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks drift --lengths 2048 --samples 30
-  run recall-smol-niah-4k-ctx "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks niah --lengths 4096 "${DEPTHS10[@]}"
+  POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall}
+  S=${RUN_SUFFIX:-}
+  RECALL=(--budgets 0.05,0.1 --protocol context-only --policies "$POLICIES")
+  run "recall-smol-niah-ctx$S" "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"
+  run "recall-smol-drift-ctx$S" "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks drift --lengths 2048 --samples 30
+  run "recall-smol-niah-4k-ctx$S" "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks niah --lengths 4096 "${DEPTHS10[@]}"
   # The same needles with the question inside the compressed prompt (docs/results.md's protocol).
-  RECALL_QIP=(--budgets 0.05,0.1 --policies qevict,qevict-qa,snapkv,quest,qevict-recall)
-  run recall-smol-niah-qip "$SMOL" "${PE[@]}" "${RECALL_QIP[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"
+  RECALL_QIP=(--budgets 0.05,0.1 --policies "$POLICIES")
+  run "recall-smol-niah-qip$S" "$SMOL" "${PE[@]}" "${RECALL_QIP[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"
 elif [ "$PART" = long ]; then
   TOTAL=4
   # At 16k tokens the rings are 14% of the cache: budgets from 0.2. Needles with every default
