@@ -145,14 +145,16 @@ elif [ "$PART" = recall ]; then
   # qevict, the query-aware policies without recall (qevict-qa, snapkv) and the Quest-style
   # anchor (everything in RAM, the top pages attended per token), context-only protocol (the
   # question after the document, as chat, server sessions and --prompt-cache use the cache),
-  # 30 a cell, budgets 0.05 and 0.1. About 20 min a 2k run on 2 cores, 45 a 4k one.
+  # 30 a cell, budgets 0.05 and 0.1. About 20 min a 2k run on 2 cores, 45 a 4k one. The
+  # recall-oracle rows are a diagnostic reference (exact top windows, every token in RAM: what
+  # recall could reach at the budget), shown beside each cell, never a contender.
   TOTAL=4
-  RECALL=(--budgets 0.05,0.1 --protocol context-only --policies qevict,qevict-qa,snapkv,quest,qevict-recall)
+  RECALL=(--budgets 0.05,0.1 --protocol context-only --policies qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle)
   run recall-smol-niah-ctx "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"
   run recall-smol-drift-ctx "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks drift --lengths 2048 --samples 30
   run recall-smol-niah-4k-ctx "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks niah --lengths 4096 "${DEPTHS10[@]}"
   # The same needles with the question inside the compressed prompt (docs/results.md's protocol).
-  RECALL_QIP=(--budgets 0.05,0.1 --policies qevict,qevict-qa,snapkv,quest,qevict-recall)
+  RECALL_QIP=(--budgets 0.05,0.1 --policies qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle)
   run recall-smol-niah-qip "$SMOL" "${PE[@]}" "${RECALL_QIP[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"
 elif [ "$PART" = long ]; then
   TOTAL=4

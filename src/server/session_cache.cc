@@ -92,7 +92,8 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
         const Session& session = conversation.session();
         const KvStats stats = session.cache().Stats();
         const auto* tiered = dynamic_cast<const TieredCache*>(session.policy_cache());
-        const bool quest = dynamic_cast<const QuestCache*>(session.policy_cache()) != nullptr;
+        const auto* quest = dynamic_cast<const QuestCache*>(session.policy_cache());
+        const std::string whole = quest ? std::string(quest->policy_name()) : "full";
         std::vector<WindowView> views;
         if (tiered != nullptr) {
           for (int layer = 0; layer < tiered->geometry().n_layers; ++layer) {
@@ -107,7 +108,7 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
         report = json{{"object", "session.cache"},
                       {"id", id},
                       {"policy", tiered != nullptr ? tiered->config().policy
-                                            : std::string(quest ? "quest" : "full")},
+                                            : whole},
                       {"tokens", conversation.tokens().size()},
                       {"kept_bytes", kept_bytes},
                       {"bytes", CacheBytesJson(stats, ReadMemoryStats())},
