@@ -107,8 +107,7 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
             tiered != nullptr && tiered->config().recovery == RecoveryFidelity::kExact;
         report = json{{"object", "session.cache"},
                       {"id", id},
-                      {"policy", tiered != nullptr ? tiered->config().policy
-                                            : whole},
+                      {"policy", tiered != nullptr ? tiered->config().policy : whole},
                       {"tokens", conversation.tokens().size()},
                       {"kept_bytes", kept_bytes},
                       {"bytes", CacheBytesJson(stats, ReadMemoryStats())},
@@ -131,7 +130,9 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
 json PropsJson(const ServerContext& ctx) {
   json policies = json::array();
   for (const PolicyInfo& info : PolicyInfos()) {
-    policies.push_back({{"name", info.name}, {"description", info.description}});
+    policies.push_back({{"name", info.name},
+                        {"description", info.description},
+                        {"diagnostic", info.diagnostic}});  // recall-oracle: not for use
   }
   const KvConfig& kv = ctx.defaults.kv;
   const SchedulerSnapshot slots = ctx.scheduler->Snapshot();
