@@ -145,12 +145,14 @@ elif [ "$PART" = recall ]; then
   # qevict, the query-aware policies without recall (qevict-qa, snapkv) and the Quest-style
   # anchor (everything in RAM, the top pages attended per token), context-only protocol (the
   # question after the document, as chat, server sessions and --prompt-cache use the cache),
-  # 30 a cell, budgets 0.05 and 0.1. About 20 min a 2k run on 2 cores, 45 a 4k one.
+  # 30 a cell, budgets 0.05 and 0.1. About 20 min a 2k run on 2 cores, 45 a 4k one. The
+  # recall-oracle rows are a diagnostic reference (exact top windows, every token in RAM: what
+  # recall could reach at the budget), shown beside each cell, never a contender.
   # RECALL_POLICIES=P,Q and RUN_SUFFIX=-S rerun only some policies into runs NAME-S, whose rows
   # replace those of the same policies in the earlier runs (the renderer keeps a later run's
   # row): how a change to one policy is measured again without rerunning the baselines.
   TOTAL=4
-  POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall}
+  POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle}
   S=${RUN_SUFFIX:-}
   RECALL=(--budgets 0.05,0.1 --protocol context-only --policies "$POLICIES")
   run "recall-smol-niah-ctx$S" "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"

@@ -11,7 +11,7 @@ with that cell's mean and 95% interval and the full cache's beside it. docs/resu
 rendered from the committed eval rows (scripts/render_results.py), so when the rows change,
 `make results` re-renders it and this script the recommendation (--check is a test). Cells the
 policy could not fit in the budget ("(inf.)"), ablation variants ("name[tag]" or
-"name:option=..."), and the full cache itself are not candidates.
+"name:option=..."), the full cache itself and the recall-oracle diagnostic are not candidates.
 """
 import argparse
 import os
@@ -85,7 +85,9 @@ def parse_results(text):
 
 
 def candidate(policy):
-    return policy != "full" and "[" not in policy and ":" not in policy
+    # recall-oracle is a diagnostic (every token in RAM, exact attention): never recommended.
+    return (policy != "full" and "[" not in policy and ":" not in policy
+            and not policy.startswith("recall-oracle"))
 
 
 def fmt(cell):

@@ -53,6 +53,11 @@ GOAL_A_FRACTION_OF_FULL = 0.9
 GOAL_A_POINTS_OVER_KEEP_OR_DROP = 20.0
 GOAL_C_MAX_BUDGET = 0.2
 MAIN_POLICIES = ("qevict", "qevict-qa")
+# Diagnostics, not policies to use: shown beside each cell as references (like the full cache),
+# never a contender in verdicts, tallies, goals or ablations. recall-oracle: every token in RAM,
+# the windows of largest exact attention attended (docs/kv-cache.md, "Recall oracle").
+DIAGNOSTIC_POLICIES = ("recall-oracle",)
+ORACLE = "recall-oracle"
 DIAG_POLICIES = ("qevict", "qevict-qa", "mikv", "snapkv", "h2o")
 POINT_METRICS = pe.PROPORTIONS + ("missed_mass", "quantized_mass", "fmm", "fmm_cumulative")
 MODE_TITLES = {
@@ -255,10 +260,14 @@ def base_policy(policy):
     return policy.split("[", 1)[0].split(":", 1)[0]
 
 
+def is_diagnostic(policy):
+    return base_policy(policy) in DIAGNOSTIC_POLICIES
+
+
 def as_shipped(policy):
-    """A policy as the engine ships it (not pe.is_variant): the only baselines a verdict or a
-    goal is counted against."""
-    return not pe.is_variant(policy)
+    """A policy as the engine ships it (not pe.is_variant) and not a diagnostic: the only
+    baselines a verdict or a goal is counted against."""
+    return not pe.is_variant(policy) and not is_diagnostic(policy)
 
 
 def full_status(cell, metric):
@@ -613,6 +622,8 @@ def typical(values):
 
 
 def policy_label(policy):
+    if is_diagnostic(policy):
+        return f"{policy} (diagnostic)"
     return f"**{policy}**" if policy == "qevict" else policy
 
 
@@ -786,6 +797,50 @@ def section_wins(page, policy):
     return out
 
 
+# ----------------------------------------------------------------------------- oracle
+def oracle_row(page, c):
+    mine = c["b"] if c["a"] == ORACLE else c["a"]
+    v = seen_by(c, mine)
+    verdict = {"win": f"{mine} better", "loss": f"{ORACLE} better"}.get(
+        v["outcome"], "no detectable difference")
+    if page.unequal_bytes(c):
+        verdict = "not at equal bytes (infeasible rows)"
+    spec = metric_spec(v["metric"])
+    p = DASH if c["p"] is None else (f"{c['p']:.2g}" if c["p"] >= 0.001 else "< 0.001")
+    return [c["task"], fmt_length(c["length"]), pe.fmt_budget(c["budget"]), mine,
+            spec.format(v["mine"]), spec.format(v["theirs"]),
+            fmt_diff(v["metric"], v["diff"], v["lo"], v["hi"]), v["n"], p, verdict]
+
+
+def section_oracle(page):
+    """How far each policy is from the recall oracle, per cell; only on pages with its rows."""
+    cs = [c for c in page.comparisons() if ORACLE in (c["a"], c["b"])
+          and not is_full(c["a"]) and not is_full(c["b"])
+          and not pe.is_variant(c["a"]) and not pe.is_variant(c["b"])]
+    if not cs:
+        return []
+    out = ["## Against the recall oracle", "",
+           f"`{ORACLE}` is a diagnostic, not a policy: every token stays in RAM in fp16 (the "
+           "full cache's bytes) and, after the context, every query (the question's tokens and "
+           "each generated token) attends per KV head the sinks, the recent windows and the "
+           "windows of largest *exact* attention mass, as many as the budget's fp16 tokens "
+           "allow (docs/kv-cache.md, \"Recall oracle\"). Its row in each table is what recall "
+           "could reach at that budget; never counted as a win or a loss above. Here each "
+           "policy minus the oracle on the same instances, with its paired 95% interval and "
+           "the report's verdict.", ""]
+    groups = {}
+    for c in cs:
+        groups.setdefault((c["model"], c["prompt_style"], c["prefill_mode"]), []).append(c)
+    for (model, style, mode), group in groups.items():
+        group = sorted(group, key=lambda c: (c["task"], c["length"] or 0, c["budget"],
+                                             c["b"] if c["a"] == ORACLE else c["a"]))
+        out += [f"### {model} · {pe.style_text(style)} · {MODE_TITLES.get(mode, mode)}", ""]
+        out += md_table(["task", "length", "budget", "policy", "its mean", "oracle's mean",
+                         "policy − oracle [95%]", "pairs", "McNemar p", "verdict"],
+                        [oracle_row(page, c) for c in group]) + [""]
+    return out
+
+
 # ----------------------------------------------------------------------------- ablations
 def ablation_row(page, c):
     verdict = {"a": f"{c['a']} better", "b": f"{c['b']} better"}.get(
@@ -911,7 +966,7 @@ def render(dirs, out_path, images, notes, qevict, wins=MAIN_POLICIES):
     md = section_header(regenerate_command(out_path, images, notes, [r.dir for r in runs], wins),
                         notes)
     md += section_runs(page) + section_reading() + section_full(page) + section_goals(page)
-    md += section_notes(notes) + section_tables(page) + section_memory(page)
+    md += section_notes(notes) + section_tables(page) + section_oracle(page) + section_memory(page)
     for policy in wins:
         md += section_wins(page, policy)
     md += section_ablations(page) + section_diagnostics(page)

@@ -10,7 +10,9 @@
 # lowest, snapkv infeasible at 0.05; ablation variants of qevict and of the baselines (a
 # variant option, a tagged run: never a verdict or a tally entry); shadow metrics and per-step missed
 # mass. Run "run_base" (model base, completion prompts, rows written before rows carried their
-# model or seed) holds the same instance ids: its rows must stay its own.
+# model or seed) holds the same instance ids: its rows must stay its own. Run "run_ctx" (the
+# context-only protocol) has recall-oracle rows: a diagnostic shown beside each cell and in its
+# own section, never a verdict, a tally entry or an ablation.
 #
 # Checks: the verdict lines and tallies, no verdict for the small difference, the failing cell
 # excluded and said so, intervals printed, the goals restated, the pictures, the same bytes on a
@@ -142,6 +144,11 @@ for r in rows:
         ok = r["policy"] != "qevict"
         ctx.append(dict(r, protocol="context-only", accuracy=1.0 if ok else 0.0,
                         turns=[dict(r["turns"][0], correct=ok)]))
+        if r["policy"] == "full":  # the recall-oracle diagnostic answers every one
+            for b in (0.05, 0.2):
+                ctx.append(row("niah", r["id"], "recall-oracle", b, 1024, r["depth"],
+                               {"protocol": "context-only", "accuracy": 1.0,
+                                "turns": [dict(r["turns"][0], correct=True)]}))
 write("run_ctx", ctx, dict(summary, command="build/qevict eval -m models/test.gguf "
                            "--protocol context-only --tasks niah --out run_ctx"))
 PYEOF
@@ -200,7 +207,7 @@ has "$MD" "seed 1 (the test seed)"
 has "$MD" "seed 1042 (a development seed"
 has "$MD" "bounded: prefilled in 512-token chunks under the budget"
 has "$MD" " docs/results/runs/run docs/results/runs/run_base docs/results/runs/run_ctx"
-has "$MD" "merged $((36 * 15 * 2 + 12 * 7 + 36 * 5 + 36 * 5)) rows"
+has "$MD" "merged $((36 * 15 * 2 + 12 * 7 + 36 * 5 + 36 * 7)) rows"
 
 # The verdicts: one clear win each, nothing for the small difference, nothing where the full
 # cache fails.
@@ -240,6 +247,15 @@ has "$MD" "- **MISSED** niah @ 1024 (test, bounded, context-only):"
 grep -qE "^\| test \| niah \| chat, context-only protocol \| 1024 \| 1\.00 \[0\.[89][0-9], 1\.00\] \| 36 \| passes" "$MD" \
   || fail "the full-cache table lacks the context-only protocol's own reference"
 has "$MD" "protocol context-only; prefill mode"
+# The recall oracle: a reference row in the table and its own section, never a contender.
+has "$MD" "| recall-oracle (diagnostic) | 1.00 ["
+has "$MD" "## Against the recall oracle"
+has "$MD" "| niah | 1024 | 0.05 | qevict | 0.00 | 1.00 | -100.0 points [-100.0, -100.0] | 36 |"
+has "$MD" "| niah | 1024 | 0.05 | snapkv | 1.00 | 1.00 | +0.0 points ["
+lacks "$MD" "loses to recall-oracle"
+lacks "$MD" "beats recall-oracle"
+lacks "$MD" "| recall-oracle | qevict |"
+lacks "$MD" "| qevict | recall-oracle |"
 # Intervals in the tables; infeasible marked.
 grep -qE "^\| \*\*qevict\*\* \| 1\.00 \[0\.[89][0-9], 1\.00\] \| 1\.00 \[0\.[89][0-9], 1\.00\] \|$" "$MD" \
   || fail "no qevict row with intervals in the niah tables"

@@ -90,7 +90,7 @@ TEST(ForkTest, ForkedCachesMatchCachesThatReadThePrompt) {
   };
 
   for (const char* name : {"full", "streaming", "h2o", "tova", "snapkv", "pyramidkv", "kivi",
-                           "mikv", "qevict", "qevict-qa", "quest"}) {
+                           "mikv", "qevict", "qevict-qa", "quest", "recall-oracle"}) {
     for (double budget : {0.12, 0.3}) {
       // Every policy at a tight budget; the two that promote or decide once at a loose one too.
       if (budget > 0.2 && std::string(name) != "qevict" && std::string(name) != "qevict-qa" &&

@@ -59,8 +59,8 @@ TEST(KvPoliciesModelTest, BudgetOneReproducesFullBitForBit) {
   KvConfig full;
   full.policy = "full";
   const PolicyTrace reference = Greedy(*m, full, prompt, 16, pool);
-  for (const char* name :
-       {"streaming", "h2o", "tova", "snapkv", "mikv", "qevict", "qevict-qa", "quest"}) {
+  for (const char* name : {"streaming", "h2o", "tova", "snapkv", "mikv", "qevict", "qevict-qa",
+                           "quest", "recall-oracle"}) {
     SCOPED_TRACE(name);
     KvConfig c;
     c.policy = name;

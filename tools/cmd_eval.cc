@@ -84,7 +84,13 @@ int Eval(const EvalFlags& f) {
       throw Error("--shard '" + f.shard + "': expected K/N, shard K of N (e.g. 0/2)");
     }
   }
-  o.settings.policies = f.policies.empty() ? PolicyNames() : SplitList(f.policies);
+  if (f.policies.empty()) {  // every policy but the diagnostics (recall-oracle)
+    for (const std::string& name : PolicyNames()) {
+      if (!IsDiagnosticPolicy(name)) o.settings.policies.push_back(name);
+    }
+  } else {
+    o.settings.policies = SplitList(f.policies);
+  }
   o.settings.budgets = f.budgets;
   KvFlags kv = f.kv;
   kv.policy = "full";
@@ -95,7 +101,8 @@ int Eval(const EvalFlags& f) {
   o.settings.bounded = f.prefill_mode != "prompt-end";
   o.settings.prompt_end = f.prefill_mode != "bounded";
   if (o.settings.bounded && o.settings.kv.prefill_chunk <= 0) {
-    throw Error("--prefill-mode " + f.prefill_mode + " routes between prompt chunks: give "
+    throw Error("--prefill-mode " + f.prefill_mode +
+                " routes between prompt chunks: give "
                 "--kv-prefill-chunk > 0, or use --prefill-mode prompt-end");
   }
   o.settings.prompt_style = ParsePromptStyle(f.prompt_style);
@@ -126,7 +133,8 @@ std::function<int()> RegisterEval(CLI::App& app) {
                   "(docs/evaluation.md, \"Task files\")")
       ->capture_default_str();
   cmd->add_option("--policies", flags->policies,
-                  "comma list of policies (default: all; full always runs as the reference)");
+                  "comma list of policies (default: all but the recall-oracle diagnostic; full "
+                  "always runs as the reference)");
   cmd->add_option("--budgets", flags->budgets, "budgets, fractions of the run's fp16 cache")
       ->delimiter(',')
       ->capture_default_str();

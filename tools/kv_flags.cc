@@ -35,7 +35,10 @@ KvConfig KvFlags::Resolve() const {
 
 void AddKvFlags(CLI::App& cmd, KvFlags& f, const KvFlagSet& set) {
   std::string names;
-  for (const std::string& n : PolicyNames()) names += (names.empty() ? "" : ", ") + n;
+  for (const std::string& n : PolicyNames()) {
+    names += (names.empty() ? "" : ", ") + n;
+    if (IsDiagnosticPolicy(n)) names += " (a diagnostic, not for use)";
+  }
   const std::string group = "KV cache";
   if (set.policy) {
     cmd.add_option("--kv-policy", f.policy, "cache policy: " + names)

@@ -93,7 +93,7 @@ async function loadProps() {
   for (const p of props.kv.policies) {
     const option = document.createElement("option");
     option.value = p.name;
-    option.textContent = p.name;
+    option.textContent = p.diagnostic ? p.name + " (diagnostic, not for use)" : p.name;
     option.title = p.description;
     select.appendChild(option);
   }

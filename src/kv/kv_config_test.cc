@@ -93,12 +93,13 @@ TEST(KvConfig, ParsesEnumsAndListsOptions) {
   EXPECT_EQ(ParseScoreSource("key-norm"), ScoreSource::kKeyNorm);
   EXPECT_STREQ(ScoreSourceName(ScoreSource::kKeyNorm), "key-norm");
   EXPECT_THROW(ParseScoreSource("kvzip"), Error);
-  EXPECT_EQ(KnownKvPolicyNames().size(), 14u);
+  EXPECT_EQ(KnownKvPolicyNames().size(), 15u);
   EXPECT_EQ(KnownKvPolicyNames()[9], "qevict-qa");
   EXPECT_EQ(KnownKvPolicyNames()[10], "qevict-zip");
   EXPECT_EQ(KnownKvPolicyNames()[11], "kvzip");
   EXPECT_EQ(KnownKvPolicyNames()[12], "quest");
-  EXPECT_EQ(KnownKvPolicyNames().back(), "qevict-recall");
+  EXPECT_EQ(KnownKvPolicyNames()[13], "qevict-recall");
+  EXPECT_EQ(KnownKvPolicyNames().back(), "recall-oracle");
   bool q_share_is_choice = false;
   for (const KvOptionDoc& d : KvOptionDocs()) {
     if (std::string(d.flag) == "--kv-q-share") q_share_is_choice = d.our_choice;

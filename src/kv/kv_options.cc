@@ -632,7 +632,8 @@ std::string KvOptionsMarkdown() {
   std::string md =
       "| flag | default | meaning | whose default | server `kv` key / `eval` variant |\n"
       "|---|---|---|---|---|\n"
-      "| `--kv-policy` | `full` | policy name (`PolicyNames()`); `qevict` is the spec's method. "
+      "| `--kv-policy` | `full` | policy name (`PolicyNames()`); `qevict` is the spec's method; "
+      "`recall-oracle` is a diagnostic, not for use. "
       "The command line and the server compress only when asked (`KvConfig`'s own field "
       "defaults to `qevict`, which with budget 1.0 stores everything in fp16 as well) | ours | "
       "`policy`; `eval --policies NAME` |\n";

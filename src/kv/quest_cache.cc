@@ -5,14 +5,27 @@
 
 #include "kernels/attention.h"
 #include "kv/cache_state.h"
+#include "kv/page_mass.h"
 #include "util/error.h"
 
 namespace qevict {
 namespace {
 
-constexpr uint32_t kQuestTag = 0x51535431;  // "QST1"
+constexpr uint32_t kQuestTag = 0x51535431;   // "QST1"
+constexpr uint32_t kOracleTag = 0x524f4331;  // "ROC1"
 
 }  // namespace
+
+QuestSettings RecallOracleSettings(const KvConfig& config, bool later_prompts) {
+  QuestSettings s;
+  s.budget = config;
+  s.page = config.window;  // what a tiered cache (qevict-recall) keeps, evicts and recalls
+  s.dense_layers = 0;
+  s.ranking = PageRanking::kExactMass;
+  s.windows = true;
+  s.later_prompts_select = later_prompts;
+  return s;
+}
 
 QuestCache::QuestCache(const QuestSettings& settings, const KvGeometry& geometry, const Rope& rope,
                        std::unique_ptr<FullCache> full)
@@ -21,6 +34,7 @@ QuestCache::QuestCache(const QuestSettings& settings, const KvGeometry& geometry
   layout_.page = settings_.page;
   layout_.sinks = settings_.budget.sinks;
   layout_.recent = settings_.budget.recent;
+  layout_.windows = settings_.windows;
   if (!full_) {
     full_ = std::make_unique<FullCache>(geometry, rope);
   } else {
@@ -28,8 +42,14 @@ QuestCache::QuestCache(const QuestSettings& settings, const KvGeometry& geometry
     QEVICT_CHECK(g.n_layers == geometry.n_layers && g.n_kv_heads == geometry.n_kv_heads &&
                  g.head_dim == geometry.head_dim && g.n_heads == geometry.n_heads);
   }
+  // A fork continues after its prefix's prompt (the evaluator's prompt-end rows).
+  first_prompt_ended_ = full_->n_tokens() > 0;
   RebuildBounds();
   SetBudget();
+}
+
+std::string_view QuestCache::policy_name() const {
+  return settings_.ranking == PageRanking::kExactMass ? "recall-oracle" : "quest";
 }
 
 void QuestCache::SetBudget() {
@@ -41,6 +61,7 @@ void QuestCache::SetBudget() {
 void QuestCache::BeginRun(int64_t prompt_tokens, int64_t max_new_tokens) {
   full_->BeginRun(prompt_tokens, max_new_tokens);
   kind_ = BatchKind::kPromptChunk;
+  first_prompt_ended_ = false;
   generated_ = attended_bytes_ = visible_bytes_ = fixed_over_budget_ = 0;
   RebuildBounds();
   SetBudget();
@@ -64,6 +85,7 @@ int64_t QuestCache::n_pages(int layer) const {
 // Folds the keys of tokens [first_token, stored) into their pages' bounds. The keys are the
 // stored fp16 rows, so min and max are fp16 values: kept exactly in fp16.
 void QuestCache::ExtendBounds(int layer, int64_t first_token) {
+  if (!keeps_bounds()) return;
   const KvGeometry& geo = geometry();
   const int hd = geo.head_dim, n_kv = geo.n_kv_heads;
   const int64_t page_floats = int64_t{n_kv} * 2 * hd;
@@ -100,6 +122,7 @@ void QuestCache::RebuildBounds() {
   const KvGeometry& geo = geometry();
   const int64_t max_pages = (geo.max_tokens + settings_.page - 1) / settings_.page;
   bounds_.assign(geo.n_layers, {});
+  if (!keeps_bounds()) return;
   for (int layer = 0; layer < geo.n_layers; ++layer) {
     bounds_[layer].reserve(max_pages * geo.n_kv_heads * 2 * geo.head_dim);
     ExtendBounds(layer, 0);
@@ -122,19 +145,19 @@ void QuestCache::PageBounds(int layer, int head, int64_t page, float* kmin, floa
 }
 
 bool QuestCache::Selects(int layer) const {
-  return kind_ == BatchKind::kGenerated && budget_tokens_ >= 0 && layer >= settings_.dense_layers;
+  const bool selecting_batch =
+      kind_ == BatchKind::kGenerated || (settings_.later_prompts_select && first_prompt_ended_);
+  return selecting_batch && budget_tokens_ >= 0 && layer >= settings_.dense_layers;
 }
 
-std::vector<TokenRange> QuestCache::AttendedRanges(int layer, int head, const float* q_group,
-                                                   int64_t visible) const {
-  const std::vector<TokenRange> everything = {{0, visible}};
-  if (visible <= 0) return {};
-  if (!Selects(layer) || visible <= budget_tokens_) return everything;
-  const int64_t first = layout_.FirstCandidate(visible), end = layout_.EndCandidate(visible);
-  const int64_t k = layout_.PagesForBudget(budget_tokens_, visible);
-  if (k >= end - first) return everything;
+std::vector<float> QuestCache::PageKeys(int layer, int head, const float* q_group, int64_t visible,
+                                        int64_t first, int64_t end) const {
   const int hd = geometry().head_dim;
   const int group = geometry().n_heads / geometry().n_kv_heads;
+  if (settings_.ranking == PageRanking::kExactMass) {
+    return ExactPageMass(layout_, q_group, group, full_->key_rows(layer, head), hd, visible, first,
+                         end);
+  }
   thread_local std::vector<float> kmin, kmax;
   kmin.resize(hd);
   kmax.resize(hd);
@@ -148,7 +171,18 @@ std::vector<TokenRange> QuestCache::AttendedRanges(int layer, int head, const fl
     }
     bounds[p - first] = bound;
   }
-  std::vector<int64_t> chosen = TopPages(bounds, k);
+  return bounds;
+}
+
+std::vector<TokenRange> QuestCache::AttendedRanges(int layer, int head, const float* q_group,
+                                                   int64_t visible) const {
+  const std::vector<TokenRange> everything = {{0, visible}};
+  if (visible <= 0) return {};
+  if (!Selects(layer) || visible <= budget_tokens_) return everything;
+  const int64_t first = layout_.FirstCandidate(visible), end = layout_.EndCandidate(visible);
+  const int64_t k = layout_.PagesForBudget(budget_tokens_, visible);
+  if (k >= end - first) return everything;
+  std::vector<int64_t> chosen = TopPages(PageKeys(layer, head, q_group, visible, first, end), k);
   for (int64_t& p : chosen) p += first;
   return layout_.Ranges(visible, chosen);
 }
@@ -237,6 +271,7 @@ void QuestCache::AttendSelected(int layer, int n, const int64_t* visible, const 
 
 void QuestCache::EndBatch(BatchKind kind, ThreadPool& pool) {
   if (kind == BatchKind::kGenerated) ++generated_;
+  if (kind == BatchKind::kPromptEnd) first_prompt_ended_ = true;
 }
 
 int64_t QuestCache::BoundsBytes() const {
@@ -250,7 +285,9 @@ KvStats QuestCache::Stats() const {
   KvStats s = full_->Stats();
   // The bounds only grow within a run: at the peak they covered the peak's tokens.
   const int64_t peak_bounds =
-      BoundsBytesFor(geo, settings_.page, s.peak_bytes / geo.fp16_bytes_per_token());
+      keeps_bounds()
+          ? BoundsBytesFor(geo, settings_.page, s.peak_bytes / geo.fp16_bytes_per_token())
+          : 0;
   s.meta_bytes = BoundsBytes();
   s.peak_bytes += peak_bounds;
   s.pool_reserved_bytes += peak_bounds;
@@ -260,13 +297,22 @@ KvStats QuestCache::Stats() const {
     s.mean_attended_bytes = attended_bytes_ / generated_;
     s.mean_visible_bytes = visible_bytes_ / generated_;
   }
+  const std::string name(policy_name());
   if (fixed_over_budget_ > 0) {
     s.infeasible = true;
-    s.note = "quest: the budget lets a generated token attend " + std::to_string(budget_tokens_) +
+    s.note = name + ": the budget lets a selecting query attend " + std::to_string(budget_tokens_) +
              " tokens per KV head, fewer than the sinks, recent tokens and partial page it always "
              "attends (up to " +
              std::to_string(fixed_over_budget_) +
              "): it attended those; lower --kv-sinks / --kv-recent or raise the budget";
+  } else if (budget_tokens_ >= 0 && settings_.ranking == PageRanking::kExactMass) {
+    s.note =
+        "recall-oracle (a diagnostic, not a policy to use): every token stays resident in "
+        "fp16 (the full cache's bytes, no memory saved); " +
+        std::string(settings_.later_prompts_select ? "later prompts' tokens and " : "") +
+        "generated tokens attend per KV head the sinks, the recent windows and the windows "
+        "of largest exact attention mass: " +
+        std::to_string(budget_tokens_) + " tokens per KV head in every layer";
   } else if (budget_tokens_ >= 0) {
     s.note =
         "quest: every token stays resident in fp16 (no memory saved); the budget caps the "
@@ -279,7 +325,7 @@ KvStats QuestCache::Stats() const {
 }
 
 void QuestCache::SaveState(ByteWriter& out) const {
-  SaveStateTag(kQuestTag, out);
+  SaveStateTag(keeps_bounds() ? kQuestTag : kOracleTag, out);
   out.Pod<int64_t>(full_->run_tokens());
   out.Pod<int64_t>(generated_);
   out.Pod<int64_t>(attended_bytes_);
@@ -289,7 +335,8 @@ void QuestCache::SaveState(ByteWriter& out) const {
 }
 
 void QuestCache::LoadState(ByteReader& in) {
-  LoadStateTag(kQuestTag, "the quest cache", in);
+  LoadStateTag(keeps_bounds() ? kQuestTag : kOracleTag,
+               keeps_bounds() ? "the quest cache" : "the recall-oracle cache", in);
   const int64_t run_tokens = in.Pod<int64_t>("run tokens");
   const int64_t generated = in.Pod<int64_t>("generated tokens");
   const int64_t attended = in.Pod<int64_t>("attended bytes");
@@ -305,6 +352,7 @@ void QuestCache::LoadState(ByteReader& in) {
   visible_bytes_ = visible;
   fixed_over_budget_ = over;
   kind_ = BatchKind::kPromptChunk;
+  first_prompt_ended_ = full_->n_tokens() > 0;  // states are saved after a prompt end or later
   RebuildBounds();
   SetBudget();
 }

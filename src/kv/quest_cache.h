@@ -7,9 +7,17 @@
 // bound of q.k (the max over its group's query heads) and attends exactly over the sinks, the
 // top pages the budget allows and the recent tokens (kv/quest_pages.h). Prompt tokens, the
 // first layers and a run without a budget attend every token, bit-identical to FullCache.
+//
+// The same cache, with PageRanking::kExactMass, is the `recall-oracle` diagnostic
+// (docs/kv-cache.md, "Recall oracle"): pages are the tiered cache's windows, every layer
+// selects, a KV head ranks them by the exact softmax mass its query heads give them (a full
+// fp16 shadow, nothing charged), and the queries of later prompts (a question after the
+// context, a further turn) select too. It bounds what a perfect recall could reach at the
+// budget's attended bytes; it saves no memory and is not a policy to use.
 #pragma once
 
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "kv/full_cache.h"
@@ -19,11 +27,28 @@
 
 namespace qevict {
 
+// How a selecting KV head ranks its candidate pages.
+enum class PageRanking {
+  kKeyBound,   // quest: the upper bound of q.k from the page's key min/max, max over the group
+  kExactMass,  // recall-oracle: the exact softmax mass, summed over the group (kv/page_mass.h)
+};
+
 struct QuestSettings {
   KvConfig budget;       // the run's budget (KvConfig::GlobalBudgetBytes), sinks, recent
   int page = 16;         // tokens per page (Quest's default)
   int dense_layers = 2;  // first layers of this cache attending every token (Quest: 2)
+  PageRanking ranking = PageRanking::kKeyBound;
+  // Pages are the tiered cache's windows (QuestLayout::windows): start after the sinks, whole
+  // recent windows.
+  bool windows = false;
+  // The queries of prompts after the run's first prompt end select too (not only generated
+  // tokens); the first prompt attends everything.
+  bool later_prompts_select = false;
 };
+
+// The recall-oracle's settings for a run's config: its windows as pages, every layer selecting,
+// exact mass, later prompts selecting unless later_prompts is false.
+QuestSettings RecallOracleSettings(const KvConfig& config, bool later_prompts);
 
 class QuestCache : public KvCache {
  public:
@@ -49,6 +74,8 @@ class QuestCache : public KvCache {
     full_->DenseLayer(layer, keys, values, positions);
   }
 
+  // "quest" or "recall-oracle" (its ranking), for reports.
+  std::string_view policy_name() const;
   // Tokens a selecting layer attends per query and KV head at most (-1: every token).
   int64_t budget_tokens() const { return budget_tokens_; }
   // The ranges of storage indices KV head `head` of `layer` attends for the queries q_group
@@ -71,14 +98,19 @@ class QuestCache : public KvCache {
   int64_t BoundsBytes() const;
   void AttendSelected(int layer, int n, const int64_t* visible, const float* q, float* out,
                       ThreadPool& pool);
+  // Each candidate page's rank key for KV head `head` (the larger, the sooner chosen).
+  std::vector<float> PageKeys(int layer, int head, const float* q_group, int64_t visible,
+                              int64_t first, int64_t end) const;
+  bool keeps_bounds() const { return settings_.ranking == PageRanking::kKeyBound; }
 
   QuestSettings settings_;
   QuestLayout layout_;
   std::unique_ptr<FullCache> full_;
-  // Per layer [page][kv head][min, max][head_dim] fp16.
+  // Per layer [page][kv head][min, max][head_dim] fp16 (kKeyBound only).
   std::vector<std::vector<uint16_t>> bounds_;
   int64_t budget_tokens_ = -1;
   BatchKind kind_ = BatchKind::kPromptChunk;
+  bool first_prompt_ended_ = false;  // the run's first prompt end has gone through the layers
   // Generated tokens and the K/V bytes their attention read / would have read over all layers.
   int64_t generated_ = 0;
   int64_t attended_bytes_ = 0;

@@ -28,14 +28,22 @@ std::vector<int64_t> TopPages(const std::vector<float>& bounds, int64_t k) {
 int64_t QuestLayout::SinkEnd(int64_t visible) const { return std::min(sinks, visible); }
 
 int64_t QuestLayout::RecentBegin(int64_t visible) const {
+  if (windows) {  // the window holding token visible - recent and every later one
+    const int64_t first = visible - recent;
+    if (first <= sinks) return SinkEnd(visible);
+    return sinks + (first - sinks) / page * page;
+  }
   const int64_t partial_page = visible / page * page;  // == visible when the last page is full
   return std::max(SinkEnd(visible), std::min(visible - recent, partial_page));
 }
 
-int64_t QuestLayout::FirstCandidate(int64_t visible) const { return SinkEnd(visible) / page; }
+int64_t QuestLayout::FirstCandidate(int64_t visible) const {
+  return windows ? 0 : SinkEnd(visible) / page;
+}
 
 int64_t QuestLayout::EndCandidate(int64_t visible) const {
-  const int64_t end = (RecentBegin(visible) + page - 1) / page;
+  const int64_t from = RecentBegin(visible) - PageBegin(0);
+  const int64_t end = from <= 0 ? 0 : (from + page - 1) / page;
   return std::max(end, FirstCandidate(visible));
 }
 
@@ -58,7 +66,7 @@ std::vector<TokenRange> QuestLayout::Ranges(int64_t visible,
   const int64_t sink_end = SinkEnd(visible), recent_begin = RecentBegin(visible);
   add(0, sink_end);
   for (int64_t p : chosen) {  // increasing
-    add(std::max(p * page, sink_end), std::min((p + 1) * page, recent_begin));
+    add(std::max(PageBegin(p), sink_end), std::min(PageBegin(p + 1), recent_begin));
   }
   add(recent_begin, visible);
   return ranges;

@@ -28,12 +28,18 @@ struct TokenRange {
 // Where the tokens of a layer lie for a query that sees `visible` stored tokens: the first
 // `sinks` tokens, the recent region (the last `recent` tokens and the partial page the next
 // token goes to), and between them the candidate pages: page p covers storage indices
-// [p * page, (p + 1) * page) clipped to [sinks, recent_begin).
+// [PageBegin(p), PageBegin(p) + page) clipped to [sinks, recent_begin).
+// Quest's pages start at token 0 and its recent region at the last `recent` tokens. With
+// `windows` the pages are the tiered cache's windows (kv/window_table.h: window i starts at
+// sinks + i * page) and the recent region is the whole windows holding the last `recent`
+// tokens, as a tiered cache keeps them (recall-oracle).
 struct QuestLayout {
   int page = 16;
   int64_t sinks = 0;
   int64_t recent = 0;
+  bool windows = false;
 
+  int64_t PageBegin(int64_t p) const { return (windows ? sinks : 0) + p * page; }
   int64_t SinkEnd(int64_t visible) const;
   int64_t RecentBegin(int64_t visible) const;
   // Candidate pages are [FirstCandidate, EndCandidate) (empty when none).

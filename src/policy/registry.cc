@@ -77,6 +77,11 @@ bool IsTieredPolicy(std::string_view name) {
   return info != nullptr && info->make != nullptr;
 }
 
+bool IsDiagnosticPolicy(std::string_view name) {
+  const PolicyInfo* info = FindPolicy(name);
+  return info != nullptr && info->diagnostic;
+}
+
 KvConfig PolicyLayout(const KvConfig& config) {
   KvConfig layout = config;
   const PolicyInfo* info = FindPolicy(config.policy);

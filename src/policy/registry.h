@@ -23,17 +23,20 @@ struct PolicyInfo {
   std::string_view description;  // one line
   // Position in PolicyNames(): help texts, docs, tests and the evaluator's default rows follow
   // it (full 0, streaming 10, h2o 20, tova 30, snapkv 40, pyramidkv 50, kivi 60, mikv 70,
-  // qevict 80, qevict-qa 90, qevict-zip 100, kvzip 110, quest 120; a new policy takes a free
-  // number).
+  // qevict 80, qevict-qa 90, qevict-zip 100, kvzip 110, quest 120, qevict-recall 130,
+  // recall-oracle 140; a new policy takes a free number).
   int order = 0;
   std::unique_ptr<Policy> (*make)(const KvConfig&) = nullptr;  // nullptr for "full" (not tiered)
   // The cache's layout for this policy when it differs (kivi: windows of its key group).
   void (*layout)(KvConfig&) = nullptr;
-  // A policy whose cache is not a TieredCache (quest: kv/quest_cache.h; make is nullptr): its
-  // cache for CreateKvCache, and for ForkKvCache built from a prefix's tokens.
+  // A policy whose cache is not a TieredCache (quest, recall-oracle: kv/quest_cache.h; make is
+  // nullptr): its cache for CreateKvCache, and for ForkKvCache built from a prefix's tokens.
   std::unique_ptr<KvCache> (*create)(const KvConfig&, const KvGeometry&, const Rope&) = nullptr;
   std::unique_ptr<KvCache> (*fork)(const TieredCache& prefix, const KvConfig&,
                                    const Rope&) = nullptr;
+  // A diagnostic, not a policy to use (recall-oracle): marked so in help texts, left out of the
+  // evaluator's default rows and never recommended.
+  bool diagnostic = false;
 };
 
 // A static object of this type in a policy's file registers it (before main).
@@ -41,13 +44,14 @@ struct PolicyRegistration {
   explicit PolicyRegistration(PolicyInfo info);
 };
 
-const std::vector<PolicyInfo>& PolicyInfos();  // in KnownKvPolicyNames() order
+const std::vector<PolicyInfo>& PolicyInfos();         // in KnownKvPolicyNames() order
 const PolicyInfo* FindPolicy(std::string_view name);  // nullptr when unknown
 std::vector<std::string> PolicyNames();
 std::string PolicyDescription(std::string_view name);  // throws Error for an unknown name
 // Whether the policy's cache is a TieredCache (MakePolicy gives its Policy): false for "full",
-// "quest" (whole fp16 caches) and unknown names.
+// "quest", "recall-oracle" (whole fp16 caches) and unknown names.
 bool IsTieredPolicy(std::string_view name);
+bool IsDiagnosticPolicy(std::string_view name);  // PolicyInfo::diagnostic; false when unknown
 
 // The config a policy's cache is built with: config itself, changed by the policy's
 // PolicyInfo::layout where it has one (kivi's window is its key group, kivi_group: 32 as in KIVI,
@@ -59,7 +63,7 @@ KvConfig PolicyLayout(const KvConfig& config);
 std::unique_ptr<Policy> MakePolicy(const KvConfig& config);
 
 // Validates config; "full" gives the fp16 FullCache, a policy with PolicyInfo::create its own
-// cache (quest), every other policy a TieredCache.
+// cache (quest, recall-oracle), every other policy a TieredCache.
 // rope must outlive the cache.
 std::unique_ptr<KvCache> CreateKvCache(const KvConfig& config, const KvGeometry& geometry,
                                        const Rope& rope);

@@ -24,16 +24,18 @@ TEST(Registry, EveryKnownNameHasADescriptionAndAFactory) {
 // Each policy registers itself from its own file; their order keys keep the order help texts,
 // docs, the evaluator's default rows and these tests rely on.
 TEST(Registry, PoliciesKeepTheirOrder) {
-  const std::vector<std::string> expected = {"full",   "streaming", "h2o",        "tova",
-                                             "snapkv", "pyramidkv", "kivi",       "mikv",
-                                             "qevict", "qevict-qa", "qevict-zip", "kvzip",
-                                             "quest", "qevict-recall"};
+  const std::vector<std::string> expected = {"full",   "streaming",     "h2o",          "tova",
+                                             "snapkv", "pyramidkv",     "kivi",         "mikv",
+                                             "qevict", "qevict-qa",     "qevict-zip",   "kvzip",
+                                             "quest",  "qevict-recall", "recall-oracle"};
   EXPECT_EQ(PolicyNames(), expected);
   EXPECT_EQ(PolicyInfos().front().make, nullptr);  // full: not a tiered-cache policy
   for (size_t i = 1; i < PolicyInfos().size(); ++i) {
     EXPECT_LT(PolicyInfos()[i - 1].order, PolicyInfos()[i].order);
-    // quest builds its own cache (kv/quest_cache.h); every other policy is a tiered one.
-    const bool own_cache = PolicyInfos()[i].name == "quest";
+    // quest and recall-oracle build their own cache (kv/quest_cache.h); every other policy is
+    // a tiered one.
+    const bool own_cache =
+        PolicyInfos()[i].name == "quest" || PolicyInfos()[i].name == "recall-oracle";
     EXPECT_EQ(PolicyInfos()[i].make != nullptr, !own_cache) << PolicyInfos()[i].name;
     EXPECT_EQ(PolicyInfos()[i].create != nullptr, own_cache) << PolicyInfos()[i].name;
     EXPECT_EQ(PolicyInfos()[i].fork != nullptr, own_cache) << PolicyInfos()[i].name;
@@ -64,8 +66,10 @@ TEST(Registry, CreateKvCacheBuildsTheRightCache) {
     ASSERT_NE(cache, nullptr);
     if (name == "full") {
       EXPECT_NE(dynamic_cast<FullCache*>(cache.get()), nullptr);
-    } else if (name == "quest") {
-      EXPECT_NE(dynamic_cast<QuestCache*>(cache.get()), nullptr);
+    } else if (name == "quest" || name == "recall-oracle") {
+      auto* quest = dynamic_cast<QuestCache*>(cache.get());
+      ASSERT_NE(quest, nullptr);
+      EXPECT_EQ(quest->policy_name(), name);
     } else {
       auto* tiered = dynamic_cast<TieredCache*>(cache.get());
       ASSERT_NE(tiered, nullptr);

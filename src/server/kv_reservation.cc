@@ -16,7 +16,10 @@ int64_t KvReservationBytes(const KvConfig& requested, const KvGeometry& geometry
   const int64_t prompt = std::max<int64_t>(0, prompt_tokens);
   const int64_t run = prompt + std::max<int64_t>(0, max_new_tokens);
   const int64_t rings = geometry.ring_bytes(run);  // sliding layers: a ring of their window
-  if (config.policy == "full") return run * geometry.fp16_bytes_per_token() + rings;
+  // recall-oracle (a diagnostic) holds every token in fp16 and nothing else.
+  if (config.policy == "full" || config.policy == "recall-oracle") {
+    return run * geometry.fp16_bytes_per_token() + rings;
+  }
   if (config.policy == "quest") {  // every token in fp16 plus its pages' key bounds
     const int page = static_cast<int>(config.option("quest_page"));
     return run * geometry.fp16_bytes_per_token() + QuestCache::BoundsBytesFor(geometry, page, run) +

@@ -92,7 +92,8 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
         const Session& session = conversation.session();
         const KvStats stats = session.cache().Stats();
         const auto* tiered = dynamic_cast<const TieredCache*>(session.policy_cache());
-        const bool quest = dynamic_cast<const QuestCache*>(session.policy_cache()) != nullptr;
+        const auto* quest = dynamic_cast<const QuestCache*>(session.policy_cache());
+        const std::string whole = quest ? std::string(quest->policy_name()) : "full";
         std::vector<WindowView> views;
         if (tiered != nullptr) {
           for (int layer = 0; layer < tiered->geometry().n_layers; ++layer) {
@@ -106,8 +107,7 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
             tiered != nullptr && tiered->config().recovery == RecoveryFidelity::kExact;
         report = json{{"object", "session.cache"},
                       {"id", id},
-                      {"policy", tiered != nullptr ? tiered->config().policy
-                                            : std::string(quest ? "quest" : "full")},
+                      {"policy", tiered != nullptr ? tiered->config().policy : whole},
                       {"tokens", conversation.tokens().size()},
                       {"kept_bytes", kept_bytes},
                       {"bytes", CacheBytesJson(stats, ReadMemoryStats())},
@@ -130,7 +130,9 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
 json PropsJson(const ServerContext& ctx) {
   json policies = json::array();
   for (const PolicyInfo& info : PolicyInfos()) {
-    policies.push_back({{"name", info.name}, {"description", info.description}});
+    policies.push_back({{"name", info.name},
+                        {"description", info.description},
+                        {"diagnostic", info.diagnostic}});  // recall-oracle: not for use
   }
   const KvConfig& kv = ctx.defaults.kv;
   const SchedulerSnapshot slots = ctx.scheduler->Snapshot();

@@ -106,7 +106,7 @@ TEST(KvOptionSurfaces, TheTestPolicyIsRegisteredLast) {
   const std::vector<std::string> shipped = {
       "full", "streaming", "h2o",       "tova",       "snapkv", "pyramidkv",       "kivi",
       "mikv", "qevict",    "qevict-qa", "qevict-zip", "kvzip",  "quest", "qevict-recall",
-      "test-keep-oldest"};
+      "recall-oracle", "test-keep-oldest"};
   EXPECT_EQ(names, shipped);
   EXPECT_EQ(KnownKvPolicyNames().back(), "test-keep-oldest");
   EXPECT_EQ(PolicyDescription("test-keep-oldest"),
