@@ -6,6 +6,7 @@
 // model's window the prompt is shortened so that the run ends at the window. Each length runs
 // --reps times on one session; the best repetition is reported (the medians are in the JSON).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,7 @@ struct BenchFlags {
   int reps = 3;
   int batch = 256;
   int bandwidth_mib = 1024;
+  int follow_up = 32;        // tokens of a later prompt after the decode steps (0: none)
   std::string perf_control;  // a `perf record --control fifo:` path
   std::string perf_phase = "decode";
   KvFlags kv;  // --json (machine-readable output) is registered with the --kv-* flags
@@ -47,6 +49,13 @@ struct Row {
   MemoryStats mem;
   double bytes_per_token = 0.0;  // weights + KV read by one decode step (mean over the steps)
   int prefill_chunk = 0;         // bounded prefill's routing chunk (0: routed at the prompt end)
+  int64_t gen = 0;
+  int64_t follow_up_tokens = 0;
+  // A follow-up prompt (a question after the answer): its time to the first token, recalls
+  // included, and the cold-store bytes read by the decode steps and by the follow-up.
+  std::vector<double> follow_up_ttft_s;
+  int64_t decode_cold_read_bytes = 0;
+  int64_t follow_up_cold_read_bytes = 0;
 };
 
 std::vector<int64_t> ParseContexts(const std::string& list) {
@@ -74,7 +83,8 @@ std::vector<int64_t> ParseContexts(const std::string& list) {
 
 // n deterministic prompt tokens: ordinary (non-control, non-byte) ids drawn by a fixed-seed
 // generator, after BOS when the model wants one.
-std::vector<int32_t> SyntheticPrompt(const LoadedModel& m, int64_t n) {
+std::vector<int32_t> SyntheticPrompt(const LoadedModel& m, int64_t n, uint64_t seed = 20240601,
+                                     bool bos = true) {
   const gguf::File& file = m.model->file();
   const int n_vocab = m.model->config().n_vocab;
   std::vector<int32_t> types;
@@ -89,11 +99,13 @@ std::vector<int32_t> SyntheticPrompt(const LoadedModel& m, int64_t n) {
     if (normal && id != m.tokenizer->bos()) ordinary.push_back(id);
   }
   if (ordinary.empty()) throw Error("the vocabulary has no ordinary tokens to build a prompt from");
-  std::mt19937_64 rng(20240601);
+  std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, ordinary.size() - 1);
   std::vector<int32_t> tokens;
   tokens.reserve(n);
-  if (m.tokenizer->add_bos() && m.tokenizer->bos() >= 0) tokens.push_back(m.tokenizer->bos());
+  if (bos && m.tokenizer->add_bos() && m.tokenizer->bos() >= 0) {
+    tokens.push_back(m.tokenizer->bos());
+  }
   while (static_cast<int64_t>(tokens.size()) < n) tokens.push_back(ordinary[pick(rng)]);
   return tokens;
 }
@@ -150,22 +162,29 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
   const int64_t window = m.model->config().context_length;
   Row row;
   row.ctx = ctx;
-  row.prompt_tokens = std::min(ctx, window - f.gen);
+  // The prompt, the decode steps and a follow-up prompt (with its first token) fit the window.
+  const int64_t after_prompt = f.gen + (f.follow_up > 0 ? f.follow_up + 1 : 0);
+  row.prompt_tokens = std::min(ctx, window - after_prompt);
   if (row.prompt_tokens < 1) {
     throw Error("--ctx " + std::to_string(ctx) + " with --gen " + std::to_string(f.gen) +
+                " and --follow-up " + std::to_string(f.follow_up) +
                 " does not fit the model's window of " + std::to_string(window) +
-                " tokens: lower --gen below " + std::to_string(window));
+                " tokens: lower --gen and --follow-up below " + std::to_string(window));
   }
   const std::vector<int32_t> prompt = SyntheticPrompt(m, row.prompt_tokens);
+  const std::vector<int32_t> follow_up =
+      SyntheticPrompt(m, f.follow_up, /*seed=*/20261206, /*bos=*/false);
   ResetPeakRss();
   SessionOptions so;
-  so.n_ctx = row.prompt_tokens + f.gen;
+  so.n_ctx = row.prompt_tokens + after_prompt;
   so.prefill_chunk = f.batch;
   ApplyPrefillChunk(f.kv, so);
   const KvCacheFactory factory = MakeKvCacheFactory(f.kv);
   const KvConfig config = f.kv.Resolve();
   const bool budgeted = config.policy != "full" && config.limited();
   row.prefill_chunk = budgeted ? config.prefill_chunk : 0;
+  row.gen = f.gen;
+  row.follow_up_tokens = f.follow_up;
   for (int rep = 0; rep < f.reps; ++rep) {
     const bool last = rep + 1 == f.reps;
     // A fresh session (and cache) per repetition, as a new request would get.
@@ -183,6 +202,18 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
     row.prefill_tps.push_back(t.prompt_tokens / std::max(t.prompt_seconds, 1e-9));
     row.decode_tps.push_back(t.generated_tokens / std::max(t.generate_seconds, 1e-9));
     row.kv_end = session.cache().Stats();
+    if (f.follow_up > 0) {
+      // The follow-up as a conversation's next turn: what the cache holds is kept, and the time
+      // to its first token is its prefill (recalls from the cold tier included) and the logits.
+      session.ContinueRun(f.follow_up, 1);
+      const auto start = std::chrono::steady_clock::now();
+      session.Prefill(follow_up);
+      row.follow_up_ttft_s.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      const KvStats after = session.cache().Stats();
+      row.decode_cold_read_bytes = row.kv_end.cold_read_bytes - row.kv_prefill.cold_read_bytes;
+      row.follow_up_cold_read_bytes = after.cold_read_bytes - row.kv_end.cold_read_bytes;
+    }
     if (last) row.mem = ReadMemoryStats();
   }
   const double kv_read =
@@ -228,6 +259,15 @@ nlohmann::json RowJson(const Row& r, double bandwidth_gbs) {
           {"kv_sliding_bytes", r.kv_end.sliding_bytes},
           {"kv_full_fp16_bytes", r.kv_end.full_fp16_bytes},
           {"kv_cold_bytes", r.kv_end.cold_bytes},
+          {"follow_up_tokens", r.follow_up_ttft_s.empty() ? 0 : r.follow_up_tokens},
+          {"follow_up_ttft_s",
+           r.follow_up_ttft_s.empty() ? 0.0
+                                      : *std::min_element(r.follow_up_ttft_s.begin(),
+                                                          r.follow_up_ttft_s.end())},
+          {"follow_up_ttft_s_samples", r.follow_up_ttft_s},
+          {"cold_read_bytes_per_token",
+           static_cast<double>(r.decode_cold_read_bytes) / std::max<int64_t>(r.gen, 1)},
+          {"cold_read_bytes_follow_up", r.follow_up_cold_read_bytes},
           {"kv_infeasible", r.kv_end.infeasible},
           {"peak_rss_bytes", r.mem.peak_rss_bytes},
           {"rss_bytes", r.mem.rss_bytes},
@@ -259,16 +299,27 @@ void PrintText(const nlohmann::json& j) {
         j["bandwidth_passes"].get<int>(), j["working_set_bandwidth_gbs"].get<double>());
   }
   std::printf("peak RSS: %.1f MiB\n\n", Mib(j["peak_rss_bytes"].get<double>()));
-  std::printf("%7s %7s %14s %13s %12s %11s %10s %10s %9s\n", "ctx", "prompt", "prefill tok/s",
-              "decode tok/s", "KV resident", "peak RSS", "RSS file", "MiB/token", "% bw lim");
+  std::printf("%7s %7s %14s %13s %12s %11s %10s %10s %9s %13s %11s %11s %13s\n", "ctx",
+              "prompt", "prefill tok/s", "decode tok/s", "KV resident", "peak RSS", "RSS file",
+              "MiB/token", "% bw lim", "follow-up ms", "cold disk", "cold/token",
+              "cold/follow-up");
   for (const nlohmann::json& r : j["rows"]) {
-    std::printf("%7lld %7lld %14.1f %13.1f %8.1f MiB %7.1f MiB %6.1f MiB %10.1f %8.1f%%\n",
-                r["ctx"].get<long long>(), r["prompt_tokens"].get<long long>(),
-                r["prefill_tps"].get<double>(), r["decode_tps"].get<double>(),
-                Mib(r["kv_resident_bytes"].get<double>()), Mib(r["peak_rss_bytes"].get<double>()),
-                Mib(r["rss_file_bytes"].get<double>()), Mib(r["bytes_per_token"].get<double>()),
-                100.0 * r["bandwidth_fraction"].get<double>());
+    std::printf(
+        "%7lld %7lld %14.1f %13.1f %8.1f MiB %7.1f MiB %6.1f MiB %10.1f %8.1f%% %13.1f %7.1f MiB "
+        "%7.1f KiB %9.1f MiB\n",
+        r["ctx"].get<long long>(), r["prompt_tokens"].get<long long>(),
+        r["prefill_tps"].get<double>(), r["decode_tps"].get<double>(),
+        Mib(r["kv_resident_bytes"].get<double>()), Mib(r["peak_rss_bytes"].get<double>()),
+        Mib(r["rss_file_bytes"].get<double>()), Mib(r["bytes_per_token"].get<double>()),
+        100.0 * r["bandwidth_fraction"].get<double>(), 1e3 * r["follow_up_ttft_s"].get<double>(),
+        Mib(r["kv_cold_bytes"].get<double>()),
+        r["cold_read_bytes_per_token"].get<double>() / 1024.0,
+        Mib(r["cold_read_bytes_follow_up"].get<double>()));
   }
+  std::printf("\n(follow-up ms: time to the first token of a %lld-token later prompt after the "
+              "decode steps, recalls included; cold/token and cold/follow-up: bytes read back "
+              "from the cold store per decoded token and by that prompt)\n",
+              j["rows"].empty() ? 0LL : j["rows"][0]["follow_up_tokens"].get<long long>());
 }
 
 int Bench(const BenchFlags& f) {
@@ -347,6 +398,11 @@ std::function<int()> RegisterBench(CLI::App& app) {
   cmd->add_option("--bandwidth-mib", flags->bandwidth_mib,
                   "buffer for the memory-bandwidth measurement (0: skip it)")
       ->capture_default_str();
+  cmd->add_option("--follow-up", flags->follow_up,
+                  "tokens of a later prompt after the decode steps (a follow-up question), "
+                  "whose time to the first token is reported (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--perf-control", flags->perf_control,
                   "fifo of `perf record -D -1 --control fifo:FIFO`: profile one phase only");
   cmd->add_option("--perf-phase", flags->perf_phase, "phase --perf-control enables")

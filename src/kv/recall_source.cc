@@ -174,18 +174,17 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   // hundred KiB whatever the context), each chunk's logits reduced at once to every window's
   // sum of exp(logit - the chunk's max) per query and head: [s][h][candidate], and that max.
   const int64_t block_bytes = disk_->block_bytes();
-  const int64_t key_elems = int64_t{n_kv} * window * hd;
   const int64_t n_chunks = (n_cand + kChunk - 1) / kChunk;
   thread_local std::vector<uint8_t> blocks;
   thread_local std::vector<int32_t> slots;
-  thread_local std::vector<float> keys;
+  thread_local std::vector<uint16_t> keys;  // [kv head][chunk token][head_dim] fp16
   thread_local std::vector<float> cand;       // [s][h][chunk token]
   thread_local std::vector<float> cand_sum;   // [s][h][candidate]
   thread_local std::vector<float> chunk_max;  // [s][h][chunk]
   const int64_t rows_sh = static_cast<int64_t>(n_obs) * n_heads;
   cand_sum.assign(static_cast<size_t>(rows_sh * n_cand), 0.0f);
   chunk_max.assign(static_cast<size_t>(rows_sh * n_chunks), -std::numeric_limits<float>::infinity());
-  keys.resize(static_cast<size_t>(key_elems));
+  keys.resize(static_cast<size_t>(n_kv) * kChunk * window * hd);
   read_bytes_[layer] = n_cand * block_bytes;
   for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
     const int64_t c0 = chunk * kChunk, nc = std::min(kChunk, n_cand - c0);
@@ -195,21 +194,31 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     blocks.resize(static_cast<size_t>(nc * block_bytes));
     disk_->ReadBlocks(slots, blocks.data());
     cand.assign(static_cast<size_t>(rows_sh * n_ct), -std::numeric_limits<float>::infinity());
+    // Each KV head's keys of the chunk, gathered from the blocks ([kv head][token][head_dim]
+    // first in a block), so that one fp16 kernel call scores a query group against all of them.
     for (int64_t c = 0; c < nc; ++c) {
-      Fp16ToFp32Row(reinterpret_cast<const uint16_t*>(blocks.data() + c * block_bytes),
-                    keys.data(), key_elems);
-      const int32_t first_pos =
-          table.position(table.FirstToken(l.cold[ranked[c0 + c].second].index));
-      for (int s = 0; s < n_obs; ++s) {
-        if (first_pos > position(s)) continue;
-        const float* q = query(s);
-        for (int g = 0; g < n_kv; ++g) {
-          ScoreFp32Keys(q + static_cast<int64_t>(g) * group * hd, group,
-                        keys.data() + static_cast<int64_t>(g) * window * hd, hd, window, hd,
-                        scale,
-                        cand.data() + (static_cast<int64_t>(s) * n_heads + g * group) * n_ct +
-                            c * window,
-                        n_ct);
+      const uint16_t* block = reinterpret_cast<const uint16_t*>(blocks.data() + c * block_bytes);
+      for (int g = 0; g < n_kv; ++g) {
+        std::copy_n(block + static_cast<int64_t>(g) * window * hd, window * hd,
+                    keys.data() + (static_cast<int64_t>(g) * n_ct + c * window) * hd);
+      }
+    }
+    for (int s = 0; s < n_obs; ++s) {
+      const float* q = query(s);
+      for (int g = 0; g < n_kv; ++g) {
+        float* rows = cand.data() + (static_cast<int64_t>(s) * n_heads + g * group) * n_ct;
+        ScoreFp16Keys(q + static_cast<int64_t>(g) * group * hd, group,
+                      keys.data() + static_cast<int64_t>(g) * n_ct * hd, hd, n_ct, hd, scale,
+                      rows, n_ct);
+        // A window after the query (never, for cold windows, but cheap to honour) is unseen.
+        for (int64_t c = 0; c < nc; ++c) {
+          const int32_t first_pos =
+              table.position(table.FirstToken(l.cold[ranked[c0 + c].second].index));
+          if (first_pos <= position(s)) continue;
+          for (int j = 0; j < group; ++j) {
+            std::fill_n(rows + j * n_ct + c * window, window,
+                        -std::numeric_limits<float>::infinity());
+          }
         }
       }
     }
