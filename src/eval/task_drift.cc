@@ -15,6 +15,7 @@
 // question with another fact's value (with four "special magic number for KEY" needles,
 // SmolLM2-135M's full cache answered 0.53); the values are short things a model copies (digits,
 // one word). No key or value word occurs in data/haystack/.
+#include <span>
 #include <string_view>
 
 #include "eval/task_util.h"
@@ -79,18 +80,16 @@ constexpr std::string_view kDriftInstruction =
     "Read the following text carefully. It contains a few facts that you will be asked about "
     "afterwards.";
 
-}  // namespace
-
-EvalTask GenerateDrift(const TaskInstance& instance, TaskResources& resources) {
-  constexpr int kFacts = 4;
-  constexpr double kDepths[kFacts] = {0.1, 0.37, 0.63, 0.9};
-  constexpr int kAskOrder[kFacts] = {1, 3, 0, 2};  // by depth slot: second, last, first, third
+// Facts of drawn kinds (one kind per depth, shuffled per instance) at `depths` of the context,
+// then one question per fact in `ask_order` (indices into depths), as turns of one session.
+EvalTask FactsTask(const TaskInstance& instance, TaskResources& resources,
+                   std::span<const double> depths, std::span<const int> ask_order) {
   Rng rng(instance.seed);
   std::vector<Fact> facts = DrawFacts(rng);
   rng.Shuffle(facts);  // facts[slot]: the kind at each depth is drawn per instance
   std::vector<Needle> needles;
-  for (int slot = 0; slot < kFacts; ++slot) {
-    needles.push_back(Needle{facts[slot].sentence, kDepths[slot]});
+  for (size_t slot = 0; slot < depths.size(); ++slot) {
+    needles.push_back(Needle{facts[slot].sentence, depths[slot]});
   }
   EvalTask task;
   task.task = instance.task;
@@ -98,34 +97,25 @@ EvalTask GenerateDrift(const TaskInstance& instance, TaskResources& resources) {
   task.kind = TaskKind::kQuestions;
   task.context =
       BuildNeedleContext(instance, resources, resources.prose(), kDriftInstruction, needles);
-  for (int slot : kAskOrder) task.turns.push_back(facts[slot].turn);
+  for (int slot : ask_order) task.turns.push_back(facts[slot].turn);
   task.max_new_tokens = 24;
   task.target_tokens = instance.length;
   task.depth = -1.0;
   return task;
 }
 
+}  // namespace
+
+EvalTask GenerateDrift(const TaskInstance& instance, TaskResources& resources) {
+  constexpr double kDepths[] = {0.1, 0.37, 0.63, 0.9};
+  constexpr int kAskOrder[] = {1, 3, 0, 2};  // by depth slot: second, last, first, third
+  return FactsTask(instance, resources, kDepths, kAskOrder);
+}
+
 EvalTask GenerateTwoFacts(const TaskInstance& instance, TaskResources& resources) {
-  constexpr double kDepths[2] = {0.25, 0.75};
-  constexpr int kAskOrder[2] = {1, 0};  // by depth slot: the later fact, then the earlier
-  Rng rng(instance.seed);
-  std::vector<Fact> facts = DrawFacts(rng);
-  rng.Shuffle(facts);  // the first two: two different kinds, drawn per instance
-  std::vector<Needle> needles;
-  for (int slot = 0; slot < 2; ++slot) {
-    needles.push_back(Needle{facts[slot].sentence, kDepths[slot]});
-  }
-  EvalTask task;
-  task.task = instance.task;
-  task.id = instance.id;
-  task.kind = TaskKind::kQuestions;
-  task.context =
-      BuildNeedleContext(instance, resources, resources.prose(), kDriftInstruction, needles);
-  for (int slot : kAskOrder) task.turns.push_back(facts[slot].turn);
-  task.max_new_tokens = 24;
-  task.target_tokens = instance.length;
-  task.depth = -1.0;
-  return task;
+  constexpr double kDepths[] = {0.25, 0.75};
+  constexpr int kAskOrder[] = {1, 0};  // by depth slot: the later fact, then the earlier
+  return FactsTask(instance, resources, kDepths, kAskOrder);
 }
 
 }  // namespace qevict::eval_internal

@@ -181,6 +181,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   thread_local std::vector<float> cand;       // [s][h][chunk token]
   thread_local std::vector<float> cand_sum;   // [s][h][candidate]
   thread_local std::vector<float> chunk_max;  // [s][h][chunk]
+  thread_local std::vector<int32_t> first_pos;  // [chunk window] its first position
   const int64_t rows_sh = static_cast<int64_t>(n_obs) * n_heads;
   cand_sum.assign(static_cast<size_t>(rows_sh * n_cand), 0.0f);
   chunk_max.assign(static_cast<size_t>(rows_sh * n_chunks), -std::numeric_limits<float>::infinity());
@@ -203,6 +204,10 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
                     keys.data() + (static_cast<int64_t>(g) * n_ct + c * window) * hd);
       }
     }
+    first_pos.resize(nc);
+    for (int64_t c = 0; c < nc; ++c) {
+      first_pos[c] = table.position(table.FirstToken(l.cold[ranked[c0 + c].second].index));
+    }
     for (int s = 0; s < n_obs; ++s) {
       const float* q = query(s);
       for (int g = 0; g < n_kv; ++g) {
@@ -212,9 +217,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
                       rows, n_ct);
         // A window after the query (never, for cold windows, but cheap to honour) is unseen.
         for (int64_t c = 0; c < nc; ++c) {
-          const int32_t first_pos =
-              table.position(table.FirstToken(l.cold[ranked[c0 + c].second].index));
-          if (first_pos <= position(s)) continue;
+          if (first_pos[c] <= position(s)) continue;
           for (int j = 0; j < group; ++j) {
             std::fill_n(rows + j * n_ct + c * window, window,
                         -std::numeric_limits<float>::infinity());
