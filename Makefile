@@ -4,7 +4,7 @@ BUILD ?= build
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build test test-unit test-long test-asan test-arm demo eval eval-extra eval-long eval-qa eval-recall eval-quick results bench bench-gemma clean format fuzz
+.PHONY: all setup build test test-unit test-long test-asan test-arm demo eval eval-extra eval-long eval-qa eval-recall eval-recall-gemma eval-quick results bench bench-gemma clean format fuzz
 
 all: build
 
@@ -66,6 +66,9 @@ eval-qa: setup build
 # Issue 38's cold tier and recall in the context-only protocol: docs/results-recall.md.
 eval-recall: setup build
 	@SHARDS=$${SHARDS:-3} COMMIT_SHARDS=$${COMMIT_SHARDS:-1} PART=recall scripts/eval.sh
+# The same on Gemma 3 270M at 8k and 16k tokens, budgets of its global layers (about 70 min).
+eval-recall-gemma: setup build
+	@SHARDS=$${SHARDS:-2} COMMIT_SHARDS=$${COMMIT_SHARDS:-1} PART=recall-gemma scripts/eval.sh
 
 # The headline table with 95% intervals (30 instances a cell) in about 15 minutes.
 eval-quick: setup build

@@ -35,7 +35,7 @@ OUT=${OUT:-eval-out}
 THREADS=${THREADS:-$(nproc)}
 SEED=${SEED:-1}
 QUICK=${QUICK:-0}
-PART=${PART:-headline}  # headline (make eval), long (make eval-long), extra (make eval-extra), qa (make eval-qa), recall (make eval-recall)
+PART=${PART:-headline}  # headline (make eval), long (make eval-long), extra (make eval-extra), qa (make eval-qa), recall (make eval-recall), recall-gemma (make eval-recall-gemma)
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
@@ -53,6 +53,7 @@ FRESH=${FRESH:-0}
 DEST=docs/results
 [ "$PART" = qa ] && DEST=docs/results-qa
 [ "$PART" = recall ] && DEST=docs/results-recall
+[ "$PART" = recall-gemma ] && DEST=docs/results-recall
 
 RUNS=()
 STEP=0
@@ -60,9 +61,11 @@ TOTAL=0
 # run NAME MODEL ARGS...: one qevict eval into $OUT/NAME, started over when it holds rows of an
 # earlier run (--overwrite: published rows all come from one build; --resume would keep old ones);
 # with SHARDS > 1, N resumable shards as above.
+# ONLY=GLOB runs only the runs whose name matches it (the others are skipped, not counted).
 run() {
   local name=$1 model=$2
   shift 2
+  if [ -n "${ONLY:-}" ] && [[ "$name" != $ONLY ]]; then return; fi
   STEP=$((STEP + 1))
   echo "== [$STEP/$TOTAL] qevict eval: $name ($(date -u +%H:%M:%S) UTC)"
   if [ "$SHARDS" -le 1 ]; then
@@ -151,7 +154,7 @@ elif [ "$PART" = recall ]; then
   # RECALL_POLICIES=P,Q and RUN_SUFFIX=-S rerun only some policies into runs NAME-S, whose rows
   # replace those of the same policies in the earlier runs (the renderer keeps a later run's
   # row): how a change to one policy is measured again without rerunning the baselines.
-  TOTAL=4
+  TOTAL=5
   POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle}
   S=${RUN_SUFFIX:-}
   RECALL=(--budgets 0.05,0.1 --protocol context-only --policies "$POLICIES")
@@ -161,6 +164,29 @@ elif [ "$PART" = recall ]; then
   # The same needles with the question inside the compressed prompt (docs/results.md's protocol).
   RECALL_QIP=(--budgets 0.05,0.1 --policies "$POLICIES")
   run "recall-smol-niah-qip$S" "$SMOL" "${PE[@]}" "${RECALL_QIP[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"
+  # KL to the full cache (and perplexity) on the 8 texts, the policies of the grid.
+  run "recall-smol-ppl$S" "$SMOL" "${PE[@]}" --budgets 0.05,0.1 --policies "$POLICIES" --tasks ppl \
+    --lengths 2048 --samples 8
+elif [ "$PART" = recall-gemma ]; then
+  # Issue 38's cells on Gemma 3 270M, the long-context reference (docs/results-recall.md):
+  # budgets of the global layers' cache (--kv-budget-scope global: the 15 sliding-window layers'
+  # rings are kept and reported beside it), context-only protocol, 30 a cell. Needles at 8k and
+  # 16k and drift at 8k in prompt-end mode (one fp16 prefill forked into every row); needles at
+  # 8k again in bounded prefill (512-token chunks under the budget, a prefill per row) for the
+  # policies a user runs that way. About 8, 20, 20 and 20 min on 2 cores.
+  TOTAL=4
+  POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle}
+  S=${RUN_SUFFIX:-}
+  GR=(--budgets 0.05,0.1 --kv-budget-scope global --protocol context-only)
+  run "recall-gemma-niah-8k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
+    --tasks niah --lengths 8192 "${DEPTHS10[@]}"
+  run "recall-gemma-drift-8k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
+    --tasks drift --lengths 8192 --samples 30
+  run "recall-gemma-niah-16k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
+    --tasks niah --lengths 16384 "${DEPTHS10[@]}"
+  run "recall-gemma-niah-8k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
+    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks niah --lengths 8192 \
+    "${DEPTHS10[@]}"
 elif [ "$PART" = long ]; then
   TOTAL=4
   # At 16k tokens the rings are 14% of the cache: budgets from 0.2. Needles with every default
