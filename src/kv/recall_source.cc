@@ -121,6 +121,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
                                : obs.position(layer, s);
   };
   const int candidates = decode ? std::max(1, candidates_ / 4) : candidates_;
+  if (!decode && batch_q_ == nullptr && ReuseBatchScores(layer, obs)) return;
   const int64_t n_res = table.ResidentTokens(l);
   std::vector<float>& scores = scores_[layer];
   scores.assign(static_cast<size_t>(table.CreatedWindows(l)), 0.0f);
@@ -367,12 +368,37 @@ void RecallSource::ScoreBatch(int layer, const ResidentReader& cache, int n, con
   batch_q_ = q, batch_pos_ = pos, batch_n_ = n;
   ComputeLayer(layer, cache);
   batch_q_ = nullptr;
+  const int rows = std::min(n, cache.observation().capacity());
+  batch_rows_[layer] = rows > 0 ? BatchRows{rows, pos[n - rows], pos[n - 1]} : BatchRows{};
+}
+
+bool RecallSource::ReuseBatchScores(int layer, const ObservationBuffer& obs) {
+  const BatchRows rows = batch_rows_[layer];
+  batch_rows_[layer] = BatchRows{};
+  const int filled = obs.filled(layer);
+  if (!scan_ || rows.n == 0 || filled != rows.n) return false;
+  int32_t first = obs.position(layer, 0), last = first;
+  for (int s = 1; s < filled; ++s) {
+    first = std::min(first, obs.position(layer, s));
+    last = std::max(last, obs.position(layer, s));
+  }
+  if (first != rows.first || last != rows.last) return false;
+  // Every cold window the queries see was scored then, as a cold candidate or a resident one.
+  const std::vector<float>& scores = scores_[layer];
+  for (ColdWindow& c : cold_[layer]) {
+    if (c.first_pos > last || c.index >= static_cast<int64_t>(scores.size())) continue;
+    c.candidate = true;
+    c.score = scores[c.index];
+  }
+  read_bytes_[layer] = 0;
+  return true;
 }
 
 void RecallSource::Configure(int n_layers, int n_heads, int head_dim) {
   scores_.resize(n_layers);
   cold_.resize(n_layers);
   read_bytes_.assign(n_layers, 0);
+  batch_rows_.assign(n_layers, BatchRows{});
   last_q_.assign(wanted_ ? n_layers : 0, std::vector<float>(static_cast<size_t>(n_heads) * head_dim));
   last_pos_.assign(last_q_.size(), 0);
   has_last_.assign(last_q_.size(), 0);
@@ -386,7 +412,10 @@ void RecallSource::RememberQuery(int layer, int n, const int32_t* pos, const flo
   has_last_[layer] = 1;
 }
 
-void RecallSource::Forget() { std::fill(has_last_.begin(), has_last_.end(), 0); }
+void RecallSource::Forget() {
+  std::fill(has_last_.begin(), has_last_.end(), 0);
+  std::fill(batch_rows_.begin(), batch_rows_.end(), BatchRows{});
+}
 
 void RecallSource::Describe(int layer, const ResidentReader& cache, std::span<BandWindow> windows,
                             LayerBand& band) const {

@@ -19,6 +19,8 @@
 //      resident: a window's recall score is the attention it receives, summed over the observed
 //      queries, averaged over the query heads of a KV head, and the largest over KV heads (a
 //      window is one unit for all heads of a layer).
+// A later prompt's end reuses the scores its ScoreBatch (before the batch attended) computed when
+// they were for the same queries (ReuseBatchScores): the cold file is read once per question.
 // Then, across layers: each layer's scores are divided by its largest band or cold score, and
 // of the windows that were recall candidates somewhere, the `shared` with the largest such share
 // in any layer are offered to every layer (a fact a
@@ -85,6 +87,11 @@ class RecallSource final : public BandScoreSource {
   void ComputeLayer(int layer, const ResidentReader& cache);
   void ComputeShared(const ResidentReader& cache);
   void DescribeCold(const WindowTable& table, int layer);  // cold_[layer], none scored yet
+  // At a prompt's end with `scan_`: when this layer's ScoreBatch (before the batch attended)
+  // ranked exactly the queries the observation now holds, its scores stand -- the same queries
+  // against the same windows, only some moved from cold to resident since -- so the cold file is
+  // not read a second time. True when it reused them.
+  bool ReuseBatchScores(int layer, const ObservationBuffer& obs);
   void ShortlistByDigest(const WindowTable& table, const LayerWindows& l,
                          std::span<const float* const> queries, std::span<const int32_t> positions,
                          std::span<const float> row_max, int n_heads, int n_kv, int hd, float scale,
@@ -110,6 +117,11 @@ class RecallSource final : public BandScoreSource {
   std::vector<std::vector<float>> scores_;      // [layer][window index]
   std::vector<std::vector<ColdWindow>> cold_;   // [layer][cold window]
   std::vector<int64_t> read_bytes_;             // [layer] this step
+  struct BatchRows {  // the query rows a layer's last ScoreBatch ranked (n 0: none since)
+    int n = 0;
+    int32_t first = 0, last = 0;
+  };
+  std::vector<BatchRows> batch_rows_;  // [layer]
 };
 
 }  // namespace qevict

@@ -22,6 +22,7 @@ struct Outcome {
   int layers_recalled = 0;  // layers where the needle's window is fp16 after the question
   int layers = 0;
   int64_t score_read_bytes = 0;
+  int64_t cold_bytes_before = 0;  // the cold windows' blocks when the question came, all layers
 };
 
 Outcome AskForTheNeedle(bool scan) {
@@ -74,9 +75,13 @@ Outcome AskForTheNeedle(bool scan) {
   cache.BeginRun(kPrompt, 4);
   testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
   Outcome out;
+  const int64_t block_bytes = int64_t{2} * geo.n_kv_heads * config.window * hd * 2;
   for (int layer = 0; layer < geo.n_layers; ++layer) {
     EXPECT_EQ(cache.View(layer).windows[kNeedle].tier, Tier::kCold)
         << "layer " << layer << ": the needle must be cold before the question for this test";
+    for (const auto& w : cache.View(layer).windows) {
+      out.cold_bytes_before += w.tier == Tier::kCold ? block_bytes : 0;
+    }
   }
   const int64_t read_before = cache.Stats().cold_score_read_bytes;
   cache.ContinueRun(kQuestion, 4);
@@ -99,6 +104,16 @@ TEST(RecallScan, AScanRecallsTheKeyAWindowMeanHides) {
                                           "longer shows what the scan adds";
   // The scan read every cold window (more than one chunk), the shortlist a few.
   EXPECT_GT(scan.score_read_bytes, 8 * digest.score_read_bytes);
+}
+
+// The question's end ranks by the same queries its scan before attending ranked, against the
+// same windows (a few moved from cold to fp16 since): those scores stand, and the cold file is
+// read once per question, not twice.
+TEST(RecallScan, AQuestionReadsTheColdFileOnce) {
+  const Outcome scan = AskForTheNeedle(/*scan=*/true);
+  ASSERT_GT(scan.cold_bytes_before, 0);
+  EXPECT_EQ(scan.score_read_bytes, scan.cold_bytes_before);
+  EXPECT_EQ(scan.layers_recalled, scan.layers);
 }
 
 }  // namespace
