@@ -30,8 +30,8 @@
 # works, 0 = skip), LLAMACPP (1 = compare with llama.cpp, 0 = qevict only), OUT
 # (docs/benchmarks.md), WORK (keep the raw results there instead of a temporary directory),
 # STAGES=memory alone re-renders only the memory section of an existing OUT (with its own date and
-# load average). CTX1 (512: contexts of the one-thread comparison), MEM_CTX (2048,4096,8192), MEM_POLICIES
-# (qevict,snapkv,h2o), MEM_BUDGETS (0.05,0.1,0.2), MEM_GEN (16), STAGES
+# load average). CTX1 (512: contexts of the one-thread comparison), MEM_CTX (2048,6144,8192: 6k is the issue 38 memory cell), MEM_POLICIES
+# (qevict,snapkv,h2o,qevict-recall), MEM_BUDGETS (0.05,0.1,0.2), MEM_GEN (16), STAGES
 # (speed,speed1,kv,memory,profile: with WORK, rerun some stages and keep the others' results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,8 +53,8 @@ KV_BUDGETS=${KV_BUDGETS:-0.05,0.1}
 KV_POLICIES=${KV_POLICIES:-all}
 KV_REPS=${KV_REPS:-1}
 STAGES=${STAGES:-speed,speed1,kv,memory,profile}
-MEM_CTX=${MEM_CTX:-2048,4096,8192}
-MEM_POLICIES=${MEM_POLICIES:-qevict,snapkv,h2o}
+MEM_CTX=${MEM_CTX:-2048,6144,8192}
+MEM_POLICIES=${MEM_POLICIES:-qevict,snapkv,h2o,qevict-recall}
 MEM_BUDGETS=${MEM_BUDGETS:-0.05,0.1,0.2}
 MEM_GEN=${MEM_GEN:-16}
 CTX1=${CTX1:-512}

@@ -595,7 +595,38 @@ def render_kv(work, meta, bw=0.0):
         lines.append("- %s at budget %s, context %d: failed: `%s`" % (p, b, L, msg))
     if fails:
         lines.append("")
-    return lines
+    return lines + render_follow_up(rows)
+
+
+def render_follow_up(rows):
+    """The next turn after the decode steps (`qevict bench --follow-up N`): its time to the first
+    token, recalls included, beside the full cache's; the cold tier's bytes on disk and read."""
+    measured = [r for r in rows if r.get("follow_up_tokens")]
+    if not measured:
+        return []
+    full, order = full_and_order(measured)
+    lines = ["### A follow-up question, and the cold tier", "",
+             "The same runs: after the decode steps a later prompt of %d tokens is read as the "
+             "conversation's next turn. *follow-up TTFT*: from its start to its first token, "
+             "recalls from the cold tier included; *cold on disk*: the cold file's live bytes at "
+             "the end (outside RAM; the OS page cache may hold some of it, and is not counted in "
+             "RSS); *read / token*: cold-store bytes read per decoded token; *read / follow-up*: "
+             "bytes the follow-up read." % measured[0]["follow_up_tokens"], "",
+             "| context | policy | budget | follow-up TTFT | vs full | cold on disk | "
+             "read / token | read / follow-up |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in order:
+        f = full.get(r["ctx"])
+        cold = r.get("kv_cold_bytes", 0) or 0
+        lines.append("| %d | %s | %s | %s ms | %s | %s | %s | %s |" % (
+            r["ctx"], r["policy"], "-" if r["budget"] == "none" else r["budget"],
+            fmt(1000.0 * r["follow_up_ttft_s"], 0),
+            "%.2fx" % (r["follow_up_ttft_s"] / f["follow_up_ttft_s"])
+            if f and f.get("follow_up_ttft_s") else "n/a",
+            mib(cold) if cold else "-",
+            ("%s KiB" % fmt(r.get("cold_read_bytes_per_token", 0) / 1024.0, 0)) if cold else "-",
+            mib(r.get("cold_read_bytes_follow_up", 0)) if cold else "-"))
+    return lines + [""]
 
 
 def render_memory(work, meta):
@@ -616,19 +647,20 @@ def render_memory(work, meta):
                                           next((r.get("kv_prefill_chunk") for r in rows
                                                 if r.get("kv_prefill_chunk")), "?")), "",
         "| context | policy | budget | KV end | KV peak | mapped peak | mapped end | peak RSS | "
-        "RSS end | saved |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        "RSS end | saved | cold on disk |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     full, order = full_and_order(rows)
     for r in order:
         f = full.get(r["ctx"])
         saved = "-"
         if f and r["policy"] != "full" and f["kv_full_fp16_bytes"] > 0:
             saved = pct(100.0 * (f["peak_rss_bytes"] - r["peak_rss_bytes"]) / f["kv_full_fp16_bytes"])
-        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        cold = r.get("kv_cold_bytes", 0) or 0
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["ctx"], r["policy"], "-" if r["budget"] == "none" else r["budget"],
             mib(r["kv_resident_bytes"]), mib(r["kv_peak_bytes"]),
             mib(r.get("kv_peak_reserved_bytes", 0)), mib(r.get("kv_reserved_bytes", 0)),
-            mib(r["peak_rss_bytes"]), mib(r["rss_bytes"]), saved))
+            mib(r["peak_rss_bytes"]), mib(r["rss_bytes"]), saved, mib(cold) if cold else "-"))
     return lines + [""]
 
 

@@ -176,23 +176,30 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   // sum of exp(logit - the chunk's max) per query and head: [s][h][candidate], and that max.
   const int64_t block_bytes = disk_->block_bytes();
   const int64_t n_chunks = (n_cand + kChunk - 1) / kChunk;
-  thread_local std::vector<uint8_t> blocks;
-  thread_local std::vector<int32_t> slots;
-  thread_local std::vector<uint16_t> keys;  // [kv head][chunk token][head_dim] fp16
-  thread_local std::vector<float> cand;       // [s][h][chunk token]
   thread_local std::vector<float> cand_sum;   // [s][h][candidate]
   thread_local std::vector<float> chunk_max;  // [s][h][chunk]
-  thread_local std::vector<int32_t> first_pos;  // [chunk window] its first position
   const int64_t rows_sh = static_cast<int64_t>(n_obs) * n_heads;
   cand_sum.assign(static_cast<size_t>(rows_sh * n_cand), 0.0f);
   chunk_max.assign(static_cast<size_t>(rows_sh * n_chunks), -std::numeric_limits<float>::infinity());
-  keys.resize(static_cast<size_t>(n_kv) * kChunk * window * hd);
   read_bytes_[layer] = n_cand * block_bytes;
-  for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+  // Chunks are independent (each writes its candidates' sums and its own maxima): a batch's scan
+  // before it attends runs them on the pool (batch_pool_); a routing step, already parallel over
+  // layers, runs them in turn. The scratch of a chunk is its thread's.
+  float* const sums_out = cand_sum.data();
+  float* const max_out = chunk_max.data();
+  // (`ranked` is this thread's: the chunks read it through a plain reference.)
+  const std::vector<std::pair<float, int64_t>>& cands = ranked;
+  auto scan_chunk = [&, sums_out, max_out](int64_t chunk) {
+    thread_local std::vector<uint8_t> blocks;
+    thread_local std::vector<int32_t> slots;
+    thread_local std::vector<uint16_t> keys;      // [kv head][chunk token][head_dim] fp16
+    thread_local std::vector<float> cand;         // [s][h][chunk token]
+    thread_local std::vector<int32_t> first_pos;  // [chunk window] its first position
     const int64_t c0 = chunk * kChunk, nc = std::min(kChunk, n_cand - c0);
     const int64_t n_ct = nc * window;
+    keys.resize(static_cast<size_t>(n_kv) * n_ct * hd);
     slots.resize(nc);
-    for (int64_t c = 0; c < nc; ++c) slots[c] = l.cold[ranked[c0 + c].second].slot;
+    for (int64_t c = 0; c < nc; ++c) slots[c] = l.cold[cands[c0 + c].second].slot;
     blocks.resize(static_cast<size_t>(nc * block_bytes));
     disk_->ReadBlocks(slots, blocks.data());
     cand.assign(static_cast<size_t>(rows_sh * n_ct), -std::numeric_limits<float>::infinity());
@@ -207,7 +214,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     }
     first_pos.resize(nc);
     for (int64_t c = 0; c < nc; ++c) {
-      first_pos[c] = table.position(table.FirstToken(l.cold[ranked[c0 + c].second].index));
+      first_pos[c] = table.position(table.FirstToken(l.cold[cands[c0 + c].second].index));
     }
     for (int s = 0; s < n_obs; ++s) {
       const float* q = query(s);
@@ -230,11 +237,18 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
       float* x = cand.data() + sh * n_ct;
       const float m = MaxOf(x, n_ct);
       if (!std::isfinite(m)) continue;
-      chunk_max[sh * n_chunks + chunk] = m;
+      max_out[sh * n_chunks + chunk] = m;
       ExpShiftSum(x, n_ct, m);
-      float* sums = cand_sum.data() + sh * n_cand + c0;
+      float* sums = sums_out + sh * n_cand + c0;
       for (int64_t t = 0; t < n_ct; ++t) sums[t / window] += x[t];
     }
+  };
+  if (batch_pool_ != nullptr && n_chunks > 1) {
+    batch_pool_->ParallelFor(n_chunks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t chunk = first; chunk < last; ++chunk) scan_chunk(chunk);
+    });
+  } else {
+    for (int64_t chunk = 0; chunk < n_chunks; ++chunk) scan_chunk(chunk);
   }
 
   // 4. One softmax over resident and candidate keys per query and head; each window's share,
@@ -363,11 +377,13 @@ void RecallSource::DescribeCold(const WindowTable& table, int layer) {
 }
 
 void RecallSource::ScoreBatch(int layer, const ResidentReader& cache, int n, const int32_t* pos,
-                              const float* q) {
+                              const float* q, ThreadPool& pool) {
   DescribeCold(cache.table(), layer);
   batch_q_ = q, batch_pos_ = pos, batch_n_ = n;
+  batch_pool_ = &pool;
   ComputeLayer(layer, cache);
   batch_q_ = nullptr;
+  batch_pool_ = nullptr;
   const int rows = std::min(n, cache.observation().capacity());
   batch_rows_[layer] = rows > 0 ? BatchRows{rows, pos[n - rows], pos[n - 1]} : BatchRows{};
 }

@@ -69,7 +69,7 @@ class RecallSource final : public BandScoreSource {
   // [head_dim] at positions pos) before the batch attends (KvConfig::recall_prompt): cold(layer)
   // then lists the layer's cold windows with the candidates scored.
   void ScoreBatch(int layer, const ResidentReader& cache, int n, const int32_t* pos,
-                  const float* q);
+                  const float* q, ThreadPool& pool);
   const std::vector<ColdWindow>& cold(int layer) const { return cold_[layer]; }
   int64_t read_bytes(int layer) const { return read_bytes_[layer]; }
   // RAM the last-query buffer holds (a query row and its position per layer).
@@ -108,6 +108,7 @@ class RecallSource final : public BandScoreSource {
   bool active_ = false;
   bool decode_step_ = false;
   const float* batch_q_ = nullptr;  // ScoreBatch's queries while it runs
+  ThreadPool* batch_pool_ = nullptr;  // ScoreBatch's pool while it runs (its chunks in parallel)
   const int32_t* batch_pos_ = nullptr;
   int batch_n_ = 0;
   std::vector<std::vector<float>> last_q_;  // [layer][n_heads * head_dim]

@@ -177,7 +177,7 @@ void TieredCache::Attend(int layer, int n, const int32_t* pos, const float* q, f
   // before it attends, in this layer (KvConfig::recall_prompt; the prompt's end re-plans them).
   if (config_.recall_prompt && cold_tier() && !decoding_ && clock_.first_prompt_end_done &&
       !l.cold.empty() && !for_forks_) {
-    KillOnFault([&] { RecallForPrompt(layer, n, pos, q); });
+    KillOnFault([&] { RecallForPrompt(layer, n, pos, q, pool); });
   }
   if (static_cast<int>(visible_.size()) < n) visible_.resize(n);
   for (int i = 0; i < n; ++i) visible_[i] = table_.VisibleTo(l, pos[i]);

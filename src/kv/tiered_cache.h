@@ -222,7 +222,7 @@ class TieredCache : public KvCache, private ResidentReader {
   void ToCold(LayerWindows& l, WindowRecord& w, std::vector<uint8_t>& bytes);
   void FitDigestContext(LayerWindows& l, const WindowRecord& first, const uint8_t* fp);
   void RecallLayer(LayerWindows& l, std::span<const int32_t> indices, std::vector<uint8_t>& bytes);
-  void RecallForPrompt(int layer, int n, const int32_t* pos, const float* q);
+  void RecallForPrompt(int layer, int n, const int32_t* pos, const float* q, ThreadPool& pool);
   bool cold_tier() const { return store_.disk() != nullptr; }
   void Promote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
 

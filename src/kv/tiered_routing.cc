@@ -261,9 +261,10 @@ void TieredCache::FitDigestContext(LayerWindows& l, const WindowRecord& first, c
 // best recall_focus candidates by exact score, with their pooled neighbours' scores), back
 // into fp16 before the batch attends. They are held on top of the budget until the prompt's
 // end routes the layer again, as a prompt chunk is.
-void TieredCache::RecallForPrompt(int layer, int n, const int32_t* pos, const float* q) {
+void TieredCache::RecallForPrompt(int layer, int n, const int32_t* pos, const float* q,
+                                  ThreadPool& pool) {
   LayerWindows& l = table_.layer(layer);
-  recall_.ScoreBatch(layer, *this, n, pos, q);
+  recall_.ScoreBatch(layer, *this, n, pos, q, pool);
   ledger_.counters().cold_score_read_bytes += recall_.read_bytes(layer);
   std::vector<std::pair<float, int32_t>> best;
   for (const ColdWindow& c : recall_.cold(layer)) {
