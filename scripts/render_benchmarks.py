@@ -598,6 +598,15 @@ def render_kv(work, meta, bw=0.0):
     return lines + render_follow_up(rows)
 
 
+def cold_text(r):
+    """The cold file's bytes on disk, and what the page cache held of them."""
+    text = mib(r.get("kv_cold_bytes", 0))
+    cached = r.get("kv_cold_page_cache_bytes")
+    if cached is not None and cached >= 0:
+        text += " (%s in page cache)" % mib(cached)
+    return text
+
+
 def render_follow_up(rows):
     """The next turn after the decode steps (`qevict bench --follow-up N`): its time to the first
     token, recalls included, beside the full cache's; the cold tier's bytes on disk and read."""
@@ -609,8 +618,8 @@ def render_follow_up(rows):
              "The same runs: after the decode steps a later prompt of %d tokens is read as the "
              "conversation's next turn. *follow-up TTFT*: from its start to its first token, "
              "recalls from the cold tier included; *cold on disk*: the cold file's live bytes at "
-             "the end (outside RAM; the OS page cache may hold some of it, and is not counted in "
-             "RSS); *read / token*: cold-store bytes read per decoded token; *read / follow-up*: "
+             "the end (outside RAM), with what the OS page cache held of it then (the kernel's "
+             "to take back, in no process's RSS, never counted as resident); *read / token*: cold-store bytes read per decoded token; *read / follow-up*: "
              "bytes the follow-up read." % measured[0]["follow_up_tokens"], "",
              "| context | policy | budget | follow-up TTFT | vs full | cold on disk | "
              "read / token | read / follow-up |",
@@ -623,7 +632,7 @@ def render_follow_up(rows):
             fmt(1000.0 * r["follow_up_ttft_s"], 0),
             "%.2fx" % (r["follow_up_ttft_s"] / f["follow_up_ttft_s"])
             if f and f.get("follow_up_ttft_s") else "n/a",
-            mib(cold) if cold else "-",
+            cold_text(r) if cold else "-",
             ("%s KiB" % fmt(r.get("cold_read_bytes_per_token", 0) / 1024.0, 0)) if cold else "-",
             mib(r.get("cold_read_bytes_follow_up", 0)) if cold else "-"))
     return lines + [""]
@@ -660,7 +669,7 @@ def render_memory(work, meta):
             r["ctx"], r["policy"], "-" if r["budget"] == "none" else r["budget"],
             mib(r["kv_resident_bytes"]), mib(r["kv_peak_bytes"]),
             mib(r.get("kv_peak_reserved_bytes", 0)), mib(r.get("kv_reserved_bytes", 0)),
-            mib(r["peak_rss_bytes"]), mib(r["rss_bytes"]), saved, mib(cold) if cold else "-"))
+            mib(r["peak_rss_bytes"]), mib(r["rss_bytes"]), saved, cold_text(r) if cold else "-"))
     return lines + [""]
 
 

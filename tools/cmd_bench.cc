@@ -259,6 +259,7 @@ nlohmann::json RowJson(const Row& r, double bandwidth_gbs) {
           {"kv_sliding_bytes", r.kv_end.sliding_bytes},
           {"kv_full_fp16_bytes", r.kv_end.full_fp16_bytes},
           {"kv_cold_bytes", r.kv_end.cold_bytes},
+          {"kv_cold_page_cache_bytes", r.kv_end.cold_page_cache_bytes},
           {"follow_up_tokens", r.follow_up_ttft_s.empty() ? 0 : r.follow_up_tokens},
           {"follow_up_ttft_s",
            r.follow_up_ttft_s.empty() ? 0.0

@@ -89,7 +89,9 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
     out += "; exact-recovery cold store " + SummaryMiB(s.cold_bytes) + " on disk";
   if (s.cold_written_bytes > 0 || s.cold_windows > 0) {  // the cold tier (qevict-recall)
     out += "\n  cold tier: " + std::to_string(s.cold_windows) + " windows on disk (" +
-           SummaryMiB(s.cold_bytes) + ", exact; not resident), their digests and records " +
+           SummaryMiB(s.cold_bytes) + ", exact; not resident; " +
+           (s.cold_page_cache_bytes >= 0 ? SummaryMiB(s.cold_page_cache_bytes) : std::string("?")) +
+           " of it in the OS page cache, in no RSS), their digests and records " +
            SummaryMiB(s.cold_ram_bytes) + " in RAM (inside metadata)\n    written " +
            SummaryMiB(s.cold_written_bytes) + ", read back " + SummaryMiB(s.cold_read_bytes) +
            " (" + SummaryMiB(s.cold_score_read_bytes) + " to score recall candidates), " +

@@ -287,6 +287,7 @@ KvStats ByteLedger::Stats() const {
     s.cold_peak_bytes = disk->peak_bytes();
     s.cold_windows = table_.ColdRecords();
     s.cold_ram_bytes = ColdRamBytes();
+    s.cold_page_cache_bytes = disk->PageCacheBytes();
     // The store's own I/O, on top of what a cache loaded from a prompt cache carried (LoadState).
     s.cold_written_bytes += disk->bytes_written();
     s.cold_read_bytes += disk->bytes_read();

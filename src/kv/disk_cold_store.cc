@@ -1,6 +1,7 @@
 #include "kv/disk_cold_store.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #ifdef __linux__
 #include <linux/falloc.h>
 #endif
@@ -182,6 +183,23 @@ void DiskColdStore::Verify(int32_t slot, const uint8_t* block) const {
                              " (the file was changed on disk: the window is lost; start " +
                              "again, and check the disk holding " + dir_ + ")");
   }
+}
+
+int64_t DiskColdStore::PageCacheBytes() const {
+  const int64_t size = static_cast<int64_t>(live_.size()) * block_bytes_;
+  if (size <= 0) return 0;
+  void* map = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd_, 0);
+  if (map == MAP_FAILED) return -1;
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  std::vector<unsigned char> in_core(static_cast<size_t>((size + page - 1) / page));
+  int64_t cached = -1;
+  if (mincore(map, static_cast<size_t>(size), in_core.data()) == 0) {
+    cached = 0;
+    for (unsigned char c : in_core) cached += c & 1;
+    cached = std::min(size, cached * page);
+  }
+  munmap(map, static_cast<size_t>(size));
+  return cached;
 }
 
 void DiskColdStore::ReleaseSpace(int64_t offset, int64_t bytes) {

@@ -79,6 +79,10 @@ class DiskColdStore {
   int64_t bytes_written() const { return bytes_written_; }  // since creation, Reset included
   int64_t bytes_read() const { return bytes_read_.load(); }
   int64_t disk_limit_bytes() const { return disk_limit_bytes_; }
+  // Bytes of the file the OS page cache holds now (mincore over a read-only mapping that is never
+  // touched, so the query itself faults nothing in): memory the kernel may give back at any time,
+  // charged to no process's RSS, reported beside the resident bytes. -1 where it cannot tell.
+  int64_t PageCacheBytes() const;
   // RAM the store keeps per slot ever used (checksum and liveness): beside the digests, what the
   // cold tier costs in memory.
   int64_t ram_bytes() const;

@@ -109,6 +109,18 @@ TEST(DiskColdStore, FreedSlotsGiveTheirDiskSpaceBack) {
   EXPECT_EQ(store.live_bytes(), 0);
 }
 
+// What the page cache holds of the file is reported (never counted as resident): just written,
+// the blocks are there; the query faults nothing into the process (RSS does not grow by them).
+TEST(DiskColdStore, ReportsWhatThePageCacheHoldsOfTheFile) {
+  DiskColdStore store("", 1 << 20);
+  EXPECT_EQ(store.PageCacheBytes(), 0);
+  std::vector<uint8_t> big(1 << 20, 0x5a);
+  for (int i = 0; i < 8; ++i) store.Write(big.data());
+  const int64_t cached = store.PageCacheBytes();
+  EXPECT_GT(cached, 0);
+  EXPECT_LE(cached, store.live_bytes());
+}
+
 TEST(DiskColdStore, MissingOrUnwritableDirectoryIsAnErrorNamingIt) {
   const std::string missing = ErrorOf([] { DiskColdStore("/nonexistent/qevict-dir", kBlock); });
   EXPECT_NE(missing.find("/nonexistent/qevict-dir"), std::string::npos) << missing;

@@ -121,6 +121,9 @@ struct KvStats {
   int64_t cold_written_bytes = 0;
   int64_t cold_read_bytes = 0;
   int64_t cold_score_read_bytes = 0;  // of cold_read_bytes: candidates read to be scored
+  // Of cold_bytes, what the OS page cache holds now (DiskColdStore::PageCacheBytes): reclaimable
+  // by the kernel, in no process's RSS, never counted as resident; -1 where it cannot tell.
+  int64_t cold_page_cache_bytes = 0;
   int64_t recalls = 0;
   // Sliding-window layers (kv/interleaved_cache.h): their rings' bytes, already counted in
   // fp16_bytes and every total above, how many layers and their window (0 without any).

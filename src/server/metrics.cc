@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace qevict::server {
@@ -137,6 +138,7 @@ std::string ServerMetrics::RenderPrometheus(const SchedulerSnapshot& sched,
     sum.quant_bytes += s.kv.quant_bytes;
     sum.meta_bytes += s.kv.meta_bytes;
     sum.cold_bytes += s.kv.cold_bytes;
+    sum.cold_page_cache_bytes += std::max<int64_t>(0, s.kv.cold_page_cache_bytes);
     sum.reserved_bytes += s.kv.reserved_bytes;
     promotions += s.kv.promotions;
     demotions += s.kv.demotions;
@@ -149,6 +151,10 @@ std::string ServerMetrics::RenderPrometheus(const SchedulerSnapshot& sched,
   w.Sample("qevict_kv_resident_bytes", sum.quant_bytes, "tier=\"quant\"");
   w.Sample("qevict_kv_resident_bytes", sum.meta_bytes, "tier=\"meta\"");
   w.Sample("qevict_kv_resident_bytes", sum.cold_bytes, "tier=\"cold\"");
+  w.Metric("qevict_kv_cold_page_cache_bytes", "gauge",
+           "Of the cold bytes on disk, what the OS page cache holds now (the kernel's to take "
+           "back; in no process's RSS, never counted as resident).",
+           sum.cold_page_cache_bytes);
   w.Metric("qevict_kv_mapped_bytes", "gauge",
            "KV bytes the active sessions' caches hold from the OS now (pool slabs and policy "
            "buffers; >= the resident bytes).", sum.reserved_bytes);
