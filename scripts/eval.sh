@@ -173,8 +173,8 @@ elif [ "$PART" = recall-gemma ]; then
   # rings are kept and reported beside it), context-only protocol, 30 a cell. Needles at 8k and
   # 16k and drift at 8k in prompt-end mode (one fp16 prefill forked into every row); needles at
   # 8k again in bounded prefill (512-token chunks under the budget, a prefill per row) for the
-  # policies a user runs that way. About 8, 20, 20 and 20 min on 2 cores.
-  TOTAL=4
+  # policies a user runs that way; drift at 16k. About 16, 14, 35, 20 and 35 min on 2 cores.
+  TOTAL=5
   POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle}
   S=${RUN_SUFFIX:-}
   GR=(--budgets 0.05,0.1 --kv-budget-scope global --protocol context-only)
@@ -187,6 +187,9 @@ elif [ "$PART" = recall-gemma ]; then
   run "recall-gemma-niah-8k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
     --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks niah --lengths 8192 \
     "${DEPTHS10[@]}"
+  # Drift at 16k (four questions on four parts of one prompt, one session), prompt-end.
+  run "recall-gemma-drift-16k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
+    --tasks drift --lengths 16384 --samples 30
 elif [ "$PART" = long ]; then
   TOTAL=4
   # At 16k tokens the rings are 14% of the cache: budgets from 0.2. Needles with every default
