@@ -30,7 +30,7 @@ void AttentionMissTracker::BeforeStep(const TieredCache& policy) {
 
 void AttentionMissTracker::AfterBatch(const TieredCache& policy) {
   WindowFlags evicted = WindowsIn(policy, Tier::kEvicted);
-  const int64_t step = policy.Stats().routing_steps;
+  const int64_t step = policy.routing_steps();
   if (step != last_routing_step_) {
     last_routing_step_ = step;
     Event e;

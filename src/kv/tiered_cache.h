@@ -62,6 +62,9 @@ class TieredCache : public KvCache, private ResidentReader {
   void BeginBatch(BatchKind kind) override;
   void EndBatch(BatchKind kind, ThreadPool& pool) override;
   KvStats Stats() const override { return ledger_.Stats(); }
+  // Routing steps so far: what a per-batch caller needs, without Stats()'s work (the cold file's
+  // page-cache query among it).
+  int64_t routing_steps() const { return ledger_.counters().routing_steps; }
   void SaveState(ByteWriter& out) const override;  // kv/tiered_state.cc
   void LoadState(ByteReader& in) override;
   const KvGeometry& geometry() const override { return geo_; }
