@@ -36,6 +36,9 @@ struct BenchFlags {
   int batch = 256;
   int bandwidth_mib = 1024;
   int follow_up = 32;        // tokens of a later prompt after the decode steps (0: none)
+  // "kept": the follow-up finds what the OS keeps of the cold file; "dropped": the file is
+  // dropped from the page cache first (its reads go to the disk, as under memory pressure).
+  std::string cold_page_cache = "kept";
   std::string perf_control;  // a `perf record --control fifo:` path
   std::string perf_phase = "decode";
   KvFlags kv;  // --json (machine-readable output) is registered with the --kv-* flags
@@ -206,6 +209,7 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
       // The follow-up as a conversation's next turn: what the cache holds is kept, and the time
       // to its first token is its prefill (recalls from the cold tier included) and the logits.
       session.ContinueRun(f.follow_up, 1);
+      if (f.cold_page_cache == "dropped") session.cache().DropColdPageCache();
       const auto start = std::chrono::steady_clock::now();
       session.Prefill(follow_up);
       row.follow_up_ttft_s.push_back(
@@ -361,6 +365,7 @@ int Bench(const BenchFlags& f) {
                       {"batch", f.batch},
                       {"gen", f.gen},
                       {"reps", f.reps},
+                      {"cold_page_cache", f.cold_page_cache},
                       {"statistic", "best"},
                       {"bandwidth_gbs", bw.gb_per_s},
                       {"bandwidth_median_gbs", bw.median_gb_per_s},
@@ -404,6 +409,11 @@ std::function<int()> RegisterBench(CLI::App& app) {
                   "whose time to the first token is reported (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  cmd->add_option("--cold-page-cache", flags->cold_page_cache,
+                  "before the follow-up: kept (the cold file as the OS page cache holds it) or "
+                  "dropped (dropped from the page cache first, so recall reads the disk)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"kept", "dropped"}));
   cmd->add_option("--perf-control", flags->perf_control,
                   "fifo of `perf record -D -1 --control fifo:FIFO`: profile one phase only");
   cmd->add_option("--perf-phase", flags->perf_phase, "phase --perf-control enables")

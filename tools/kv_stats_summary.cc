@@ -94,7 +94,8 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
            " of it in the OS page cache, in no RSS), their digests and records " +
            SummaryMiB(s.cold_ram_bytes) + " in RAM (inside metadata)\n    written " +
            SummaryMiB(s.cold_written_bytes) + ", read back " + SummaryMiB(s.cold_read_bytes) +
-           " (" + SummaryMiB(s.cold_score_read_bytes) + " to score recall candidates), " +
+           " (" + SummaryMiB(s.cold_score_read_bytes) + " to score recall candidates; " +
+           SummaryMiB(s.cold_prefetch_bytes) + " read ahead by the kernel for the next layer), " +
            std::to_string(s.recalls) + " windows recalled into fp16";
   }
   out += "\n  reserved " + SummaryMiB(s.reserved_bytes) + "; process RSS " +

@@ -56,6 +56,7 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
     j["cold_read_bytes"] = s.cold_read_bytes;
     j["cold_score_read_bytes"] = s.cold_score_read_bytes;
     j["cold_page_cache_bytes"] = s.cold_page_cache_bytes;
+    j["cold_prefetch_bytes"] = s.cold_prefetch_bytes;
     j["recalls"] = s.recalls;
   }
   if (s.mean_visible_bytes > 0) {  // quest: what decoding attended (resident bytes are full)

@@ -288,6 +288,7 @@ KvStats ByteLedger::Stats() const {
     s.cold_windows = table_.ColdRecords();
     s.cold_ram_bytes = ColdRamBytes();
     s.cold_page_cache_bytes = disk->PageCacheBytes();
+    s.cold_prefetch_bytes = disk->prefetch_bytes();
     // The store's own I/O, on top of what a cache loaded from a prompt cache carried (LoadState).
     s.cold_written_bytes += disk->bytes_written();
     s.cold_read_bytes += disk->bytes_read();

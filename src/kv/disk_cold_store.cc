@@ -145,6 +145,30 @@ void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, void* dst) const 
   }
 }
 
+int64_t DiskColdStore::Prefetch(std::span<const int32_t> slots) const {
+  thread_local std::vector<int32_t> sorted;
+  sorted.assign(slots.begin(), slots.end());
+  std::sort(sorted.begin(), sorted.end());
+  int64_t asked = 0;
+  size_t i = 0;
+  while (i < sorted.size()) {
+    size_t j = i + 1;
+    while (j < sorted.size() && sorted[j] <= sorted[j - 1] + 1) ++j;
+    const int64_t n = sorted[j - 1] - sorted[i] + 1;
+    posix_fadvise(fd_, static_cast<off_t>(sorted[i]) * block_bytes_,
+                  static_cast<off_t>(n * block_bytes_), POSIX_FADV_WILLNEED);
+    asked += n * block_bytes_;
+    i = j;
+  }
+  prefetch_bytes_ += asked;
+  return asked;
+}
+
+void DiskColdStore::DropPageCache() const {
+  fdatasync(fd_);  // dirty pages are not dropped
+  posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
+}
+
 void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) const {
   const int64_t total = n * block_bytes_;
   const off_t base = static_cast<off_t>(slots[0]) * block_bytes_;

@@ -35,6 +35,9 @@ class InterleavedCache : public KvCache {
   void BeginBatch(BatchKind kind) override;
   void EndBatch(BatchKind kind, ThreadPool& pool) override;
   KvStats Stats() const override;
+  void DropColdPageCache() const override {
+    if (global_) global_->DropColdPageCache();
+  }
   void SaveState(ByteWriter& out) const override;  // kv/cache_state.cc
   void LoadState(ByteReader& in) override;
   const KvGeometry& geometry() const override { return geo_; }

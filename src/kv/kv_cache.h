@@ -124,6 +124,10 @@ struct KvStats {
   // Of cold_bytes, what the OS page cache holds now (DiskColdStore::PageCacheBytes): reclaimable
   // by the kernel, in no process's RSS, never counted as resident; -1 where it cannot tell.
   int64_t cold_page_cache_bytes = 0;
+  // Of the cold file, bytes the cache asked the kernel to read ahead (the next layer's cold
+  // windows while a later prompt's batch scans this one: KvConfig::cold_prefetch). This
+  // process's own, not carried in a prompt cache.
+  int64_t cold_prefetch_bytes = 0;
   int64_t recalls = 0;
   // Sliding-window layers (kv/interleaved_cache.h): their rings' bytes, already counted in
   // fp16_bytes and every total above, how many layers and their window (0 without any).
@@ -175,6 +179,10 @@ class KvCache {
   virtual void EndBatch(BatchKind kind, ThreadPool& pool) = 0;
 
   virtual KvStats Stats() const = 0;
+  // Asks the OS to drop the cold tier's file from its page cache (nothing without a cold tier):
+  // the next reads go to the disk, as under memory pressure. For `bench --cold-page-cache
+  // dropped`; the cache's contents are unchanged.
+  virtual void DropColdPageCache() const {}
 
   // External scores. A cache says which scores it still needs for its next routing step (the
   // run's first prompt end; kNone once they were handed over or that step is behind it), and

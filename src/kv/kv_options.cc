@@ -339,6 +339,22 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .eval_variant = true,
        .get = &GetField<&KvConfig::recall_shared>,
        .set = &SetField<&KvConfig::recall_shared>},
+      {.key = "cold_prefetch",
+       .type = T::kChoice,
+       .help = "cold tier: next-layer (while a prompt batch ranks one layer's cold windows, the "
+               "kernel is asked to read the next layer's into the page cache) or off",
+       .origin = "*choice* (the issue's overlap of reads with compute; ShadowKV and InfiniGen "
+                 "prefetch the next layer's KV while this one computes)",
+       .our_choice = true,
+       .choices = {"next-layer", "off"},
+       .eval_variant = true,
+       .get = [](const KvConfig& c) {
+         return KvValue(std::string(c.cold_prefetch ? "next-layer" : "off"));
+       },
+       .set =
+           [](KvConfig& c, const KvValue& v) {
+             c.cold_prefetch = std::get<std::string>(v) == "next-layer";
+           }},
       {.key = "cold_disk_limit",
        .type = T::kBytes,
        .help = "cold tier: the most bytes its file may hold on disk (-1: the disk's own limit)",

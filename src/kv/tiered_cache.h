@@ -62,6 +62,9 @@ class TieredCache : public KvCache, private ResidentReader {
   void BeginBatch(BatchKind kind) override;
   void EndBatch(BatchKind kind, ThreadPool& pool) override;
   KvStats Stats() const override { return ledger_.Stats(); }
+  void DropColdPageCache() const override {
+    if (store_.disk() != nullptr) store_.disk()->DropPageCache();
+  }
   // Routing steps so far: what a per-batch caller needs, without Stats()'s work (the cold file's
   // page-cache query among it).
   int64_t routing_steps() const { return ledger_.counters().routing_steps; }

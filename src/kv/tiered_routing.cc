@@ -264,6 +264,16 @@ void TieredCache::FitDigestContext(LayerWindows& l, const WindowRecord& first, c
 void TieredCache::RecallForPrompt(int layer, int n, const int32_t* pos, const float* q,
                                   ThreadPool& pool) {
   LayerWindows& l = table_.layer(layer);
+  // The scan reads every cold window of each layer in turn: the next layer's are asked of the
+  // kernel now, so the disk reads them while this layer scans and attends (KvConfig::
+  // cold_prefetch). Already in the page cache, they cost a system call.
+  if (config_.cold_prefetch && config_.recall_scan && layer + 1 < table_.n_layers()) {
+    const LayerWindows& next = table_.layer(layer + 1);
+    thread_local std::vector<int32_t> next_slots;
+    next_slots.clear();
+    for (const ColdRecord& c : next.cold) next_slots.push_back(c.slot);
+    store_.disk()->Prefetch(next_slots);
+  }
   recall_.ScoreBatch(layer, *this, n, pos, q, pool);
   ledger_.counters().cold_score_read_bytes += recall_.read_bytes(layer);
   std::vector<std::pair<float, int32_t>> best;

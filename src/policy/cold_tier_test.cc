@@ -129,6 +129,46 @@ TEST(ColdTier, AQuestionRecallsTheColdWindowItPointsAtBitExact) {
   }
 }
 
+// A later prompt reads every cold window of each layer in turn (recall_rank=scan): while a layer
+// scans and attends, the next layer's cold windows are asked of the kernel (cold_prefetch), all
+// of them and only them, and the last layer asks for nothing. The advice changes no result.
+TEST(ColdTier, AQuestionAsksTheKernelForTheNextLayersColdWindows) {
+  std::vector<float> outputs[2];
+  for (const bool prefetch : {true, false}) {
+    SCOPED_TRACE(prefetch ? "next-layer" : "off");
+    Fixture f;
+    f.geo = testing::SmallGeometry(3, 4, 2, 32, 4096);
+    f.config.cold_prefetch = prefetch;
+    std::unique_ptr<KvCache> owned;
+    TieredCache& cache = f.Make(owned);
+    testing::SyntheticModel model(f.geo, 7, 1.0f);
+    ThreadPool pool(2);
+    cache.BeginRun(kPrompt, 8);
+    testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+    const KvStats after_prompt = cache.Stats();
+    ASSERT_GT(after_prompt.cold_windows, 0);
+    EXPECT_EQ(after_prompt.cold_prefetch_bytes, 0);  // the document's own prompt scans nothing
+    const int64_t block = 2 * int64_t{f.geo.n_kv_heads} * f.config.window * f.geo.head_dim * 2;
+    std::vector<int64_t> cold_in_layer(f.geo.n_layers);
+    for (int layer = 0; layer < f.geo.n_layers; ++layer) {
+      for (const WindowInfo& w : cache.View(layer).windows) cold_in_layer[layer] += w.tier == Tier::kCold;
+      ASSERT_GT(cold_in_layer[layer], 0);
+    }
+    cache.ContinueRun(kQuestion, 8);
+    int64_t asked = after_prompt.cold_prefetch_bytes;
+    testing::RunBatch(cache, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool, &outputs[prefetch],
+                      [&](int layer) {
+                        const int64_t now = cache.Stats().cold_prefetch_bytes;
+                        const bool last = layer + 1 == f.geo.n_layers;
+                        EXPECT_EQ(now - asked, prefetch && !last ? cold_in_layer[layer + 1] * block : 0)
+                            << "after layer " << layer;
+                        asked = now;
+                      });
+    ASSERT_NO_THROW(cache.CheckInvariants());
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+}
+
 // A prompt cache holds the cold tier: a cache loaded from a saved one has the same windows cold
 // (in its own file), the same bytes, and a question recalls from it what it would have recalled
 // from the original, bit for bit.
