@@ -13,8 +13,11 @@
 #  4. the memory table: one process per (context in MEM_CTX, policy in MEM_POLICIES, budget in
 #     MEM_BUDGETS), `qevict bench` with MEM_GEN decode steps: the cache's ledger, what its pools
 #     keep mapped, and the process's peak and final RSS, each against the full cache's;
-#  5. profiles (when `perf` works): decode and prefill of qevict alone, per context length;
-#  6. scripts/render_benchmarks.py turns the JSON into docs/benchmarks.md.
+#  5. the follow-up from the disk: `qevict bench` with qevict-recall at COLD_BUDGET and COLD_CTX,
+#     the cold file kept in the page cache or dropped before the follow-up question, with and
+#     without the next layer's prefetch (--kv-cold-prefetch);
+#  6. profiles (when `perf` works): decode and prefill of qevict alone, per context length;
+#  7. scripts/render_benchmarks.py turns the JSON into docs/benchmarks.md.
 #
 # The machine may be shared: before each timed command the script waits (up to QUIET_WAIT
 # seconds) for a second in which at least QUIET_IDLE of the CPU time was idle, and it records
@@ -31,8 +34,9 @@
 # (docs/benchmarks.md), WORK (keep the raw results there instead of a temporary directory),
 # STAGES=memory alone re-renders only the memory section of an existing OUT (with its own date and
 # load average). CTX1 (512: contexts of the one-thread comparison), MEM_CTX (2048,6144,8192: 6k is the issue 38 memory cell), MEM_POLICIES
-# (qevict,snapkv,h2o,qevict-recall), MEM_BUDGETS (0.05,0.1,0.2), MEM_GEN (16), STAGES
-# (speed,speed1,kv,memory,profile: with WORK, rerun some stages and keep the others' results).
+# (qevict,snapkv,h2o,qevict-recall), MEM_BUDGETS (0.05,0.1,0.2), MEM_GEN (16), COLD_CTX (8192),
+# COLD_BUDGET (0.05), COLD_REPS (3), STAGES (speed,speed1,kv,memory,cold,profile: with WORK,
+# rerun some stages and keep the others' results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,11 +56,14 @@ KV_CTX=${KV_CTX:-4096,8192}
 KV_BUDGETS=${KV_BUDGETS:-0.05,0.1}
 KV_POLICIES=${KV_POLICIES:-all}
 KV_REPS=${KV_REPS:-1}
-STAGES=${STAGES:-speed,speed1,kv,memory,profile}
+STAGES=${STAGES:-speed,speed1,kv,memory,cold,profile}
 MEM_CTX=${MEM_CTX:-2048,6144,8192}
 MEM_POLICIES=${MEM_POLICIES:-qevict,snapkv,h2o,qevict-recall}
 MEM_BUDGETS=${MEM_BUDGETS:-0.05,0.1,0.2}
 MEM_GEN=${MEM_GEN:-16}
+COLD_CTX=${COLD_CTX:-8192}
+COLD_BUDGET=${COLD_BUDGET:-0.05}
+COLD_REPS=${COLD_REPS:-3}
 CTX1=${CTX1:-512}
 PROFILE=${PROFILE:-1}
 LLAMACPP=${LLAMACPP:-1}
@@ -71,6 +78,7 @@ if [ -n "${WORK:-}" ]; then
   stage speed1 && rm -f "$WORK"/speed1_* "$WORK"/llama1_*
   stage kv && rm -f "$WORK"/kv_* "$WORK"/kvfail_*
   stage memory && rm -f "$WORK"/mem_*
+  stage cold && rm -f "$WORK"/cold_*
   stage profile && rm -f "$WORK"/profile_*
 else
   WORK=$(mktemp -d)
@@ -231,6 +239,20 @@ if stage memory; then
   done
 fi
 
+# The follow-up question from the disk: the cold file kept in the page cache, or dropped from it
+# before the follow-up (its reads go to the disk), with and without the next layer's prefetch.
+if stage cold; then
+  for run in "kept next-layer" "dropped next-layer" "dropped off"; do
+    read -r cache prefetch <<<"$run"
+    log "cold: qevict-recall at $COLD_BUDGET, context $COLD_CTX, page cache $cache, prefetch $prefetch"
+    run_timed "$WORK/cold_${cache}_${prefetch}.res" "$WORK/cold_${cache}_${prefetch}.json" \
+      "$BIN" bench -m "$MODEL" --ctx "$COLD_CTX" -t "$THREADS" --gen 16 --reps "$COLD_REPS" --json \
+      --bandwidth-mib 0 --kv-policy qevict-recall --kv-budget "$COLD_BUDGET" \
+      --cold-page-cache "$cache" --kv-cold-prefetch "$prefetch" ||
+      rm -f "$WORK/cold_${cache}_${prefetch}.json"
+  done
+fi
+
 # Profiles of qevict alone: perf switched on around one phase by `qevict bench --perf-control`.
 if ! stage profile; then
   :
@@ -283,7 +305,7 @@ json.dump({
     "rounds": $ROUNDS, "ctx": "$CTX", "ctx1": "$CTX1", "quiet_idle": $QUIET_IDLE,
     "quiet_wait": $QUIET_WAIT, "quiet_load": $QUIET_LOAD, "kv_ctx": "$KV_CTX", "kv_budgets": "$KV_BUDGETS",
     "kv_reps": $KV_REPS, "mem_ctx": "$MEM_CTX", "mem_budgets": "$MEM_BUDGETS",
-    "mem_gen": $MEM_GEN,
+    "mem_gen": $MEM_GEN, "cold_ctx": $COLD_CTX, "cold_budget": $COLD_BUDGET, "cold_reps": $COLD_REPS,
     "llama_bench": "$LLAMA_BENCH",
     "llama_version": sh("scripts/bench_llamacpp.sh version") if "$LLAMA_BENCH" else "",
     "llama_cmake_flags": sh("scripts/bench_llamacpp.sh flags") if "$LLAMA_BENCH" else "",

@@ -638,6 +638,47 @@ def render_follow_up(rows):
     return lines + [""]
 
 
+def render_cold(work, meta):
+    """The follow-up from the disk (bench.sh stage `cold`): qevict-recall's follow-up with the
+    cold file kept in the page cache or dropped from it first, with and without the next layer's
+    prefetch, beside the full cache's follow-up at the same context (the KV table's run)."""
+    runs = [("kept", "next-layer"), ("dropped", "next-layer"), ("dropped", "off")]
+    rows = [(c, p, try_load(os.path.join(work, "cold_%s_%s.json" % (c, p)))) for c, p in runs]
+    rows = [(c, p, j["rows"][0], read_timed(os.path.join(work, "cold_%s_%s.res" % (c, p))))
+            for c, p, j in rows if j and j.get("rows")]
+    if not rows:
+        return []
+    L = meta.get("cold_ctx", rows[0][2]["ctx"])
+    full = try_load(os.path.join(work, "kv_full_none_L%s.json" % L))
+    full_ttft = full["rows"][0].get("follow_up_ttft_s") if full and full.get("rows") else None
+    lines = ["### The follow-up from the disk", "",
+             "`qevict bench --ctx %s --gen 16 --reps %s --kv-policy qevict-recall --kv-budget %s "
+             "--cold-page-cache C --kv-cold-prefetch P`, %s threads, one process per row. "
+             "*kept*: the follow-up finds the cold file as the page cache holds it after the "
+             "decode steps; *dropped*: the file is dropped from the page cache just before the "
+             "follow-up (`posix_fadvise(DONTNEED)` after its dirty pages are written), so its "
+             "reads go to the disk, as on a machine whose memory went elsewhere. *prefetch*: "
+             "`next-layer` asks the kernel for the next layer's cold windows while a layer scans "
+             "(docs/kv-cache.md, \"Reads and compute\"). Follow-up TTFT: best and median of the "
+             "repetitions; *vs full*: against the full cache's follow-up in the KV table's run "
+             "(%s)." % (L, meta.get("cold_reps", "?"), meta.get("cold_budget", "?"),
+                        meta.get("threads"),
+                        "%s ms" % fmt(1000.0 * full_ttft, 0) if full_ttft else "not measured"), "",
+             "| page cache | prefetch | follow-up TTFT | median | vs full | read / follow-up | "
+             "asked ahead | CPU obtained |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for cache, prefetch, r, (_, cpu, _) in rows:
+        samples = r.get("follow_up_ttft_s_samples") or [r["follow_up_ttft_s"]]
+        lines.append("| %s | %s | %s ms | %s ms | %s | %s | %s | %s |" % (
+            cache, prefetch, fmt(1000.0 * r["follow_up_ttft_s"], 0),
+            fmt(1000.0 * median_or_none(samples), 0),
+            "%.2fx" % (r["follow_up_ttft_s"] / full_ttft) if full_ttft else "n/a",
+            mib(r.get("cold_read_bytes_follow_up", 0)),
+            mib(r.get("kv_cold_prefetch_bytes", 0)),
+            "%.0f%%" % cpu if cpu else "n/a"))
+    return lines + [""]
+
+
 def render_memory(work, meta):
     """What the process is charged, next to the cache's ledger: one process per row."""
     rows = collect_policy_rows(work, "mem")
@@ -752,6 +793,7 @@ def main():
     if speed:
         out += render_bandwidth(speed)
     out += render_kv(args.work, meta, best_bandwidth(speed) if speed else 0.0)
+    out += render_cold(args.work, meta)
     out += render_memory(args.work, meta)
     out += render_profiles(args.work, meta.get("threads", 0))
     out += render_commands(meta)

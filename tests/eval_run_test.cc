@@ -393,7 +393,7 @@ TEST(EvalRunTest, ShardsPartitionTheInstances) {
 
 TEST(EvalRunTest, TaskFileRunsEveryPolicyAndSkipsMalformedLines) {
   QEVICT_REQUIRE_MODEL(m);
-  const std::string dir = ::testing::TempDir() + "/qevict_eval_file";
+  const std::string dir = ::testing::TempDir() + "/qevict_eval_task_file";
   const std::string file = ::testing::TempDir() + "/qevict_tasks.jsonl";
   {
     std::ifstream good(testing::SourcePath("tests/fixtures/tasks/good.jsonl"));

@@ -49,6 +49,7 @@ struct Row {
   int64_t prompt_tokens = 0;
   std::vector<double> prefill_tps, decode_tps;
   KvStats kv_prefill, kv_end;
+  KvStats kv_after_follow_up;  // kv_end when there is no follow-up
   MemoryStats mem;
   double bytes_per_token = 0.0;  // weights + KV read by one decode step (mean over the steps)
   int prefill_chunk = 0;         // bounded prefill's routing chunk (0: routed at the prompt end)
@@ -205,6 +206,7 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
     row.prefill_tps.push_back(t.prompt_tokens / std::max(t.prompt_seconds, 1e-9));
     row.decode_tps.push_back(t.generated_tokens / std::max(t.generate_seconds, 1e-9));
     row.kv_end = session.cache().Stats();
+    row.kv_after_follow_up = row.kv_end;
     if (f.follow_up > 0) {
       // The follow-up as a conversation's next turn: what the cache holds is kept, and the time
       // to its first token is its prefill (recalls from the cold tier included) and the logits.
@@ -215,6 +217,7 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
       row.follow_up_ttft_s.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       const KvStats after = session.cache().Stats();
+      row.kv_after_follow_up = after;
       row.decode_cold_read_bytes = row.kv_end.cold_read_bytes - row.kv_prefill.cold_read_bytes;
       row.follow_up_cold_read_bytes = after.cold_read_bytes - row.kv_end.cold_read_bytes;
     }
@@ -264,6 +267,7 @@ nlohmann::json RowJson(const Row& r, double bandwidth_gbs) {
           {"kv_full_fp16_bytes", r.kv_end.full_fp16_bytes},
           {"kv_cold_bytes", r.kv_end.cold_bytes},
           {"kv_cold_page_cache_bytes", r.kv_end.cold_page_cache_bytes},
+          {"kv_cold_prefetch_bytes", r.kv_after_follow_up.cold_prefetch_bytes},
           {"follow_up_tokens", r.follow_up_ttft_s.empty() ? 0 : r.follow_up_tokens},
           {"follow_up_ttft_s",
            r.follow_up_ttft_s.empty() ? 0.0

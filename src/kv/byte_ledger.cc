@@ -72,8 +72,7 @@ int64_t ByteLedger::WorstReservedBytes(const KvConfig& config, const KvGeometry&
   int64_t floor = fp16_blocks(sinks + (recent_windows + 2) * window) + positions(run_tokens);
   if (policy.keeps_cold()) {  // the cold tier's RAM: every window's record, digest, checksum
     const DigestGeometry dg{geometry.n_kv_heads, geometry.head_dim, config.window};
-    const int64_t per_window =
-        static_cast<int64_t>(sizeof(ColdRecord)) + DigestBytes(config.cold_digest, dg) + kColdSlotBytes;
+    const int64_t per_window = ColdWindowCost(DigestBytes(config.cold_digest, dg), config.cold_digest_group);
     floor += layers * (windows(run_tokens) * per_window + ColdLayerBytes(config, geometry));
   }
   int64_t steady = std::max(*budget, floor);
@@ -104,9 +103,11 @@ int64_t ByteLedger::MetaBytes() const {
 }
 
 int64_t ByteLedger::ColdLayerBytes(const KvConfig& config, const KvGeometry& geometry) {
-  const int64_t query = RecallSource::QueryBytesFor(geometry.n_heads, geometry.head_dim);
-  if (!DigestNeedsContext(config.cold_digest)) return query;
   const DigestGeometry dg{geometry.n_kv_heads, geometry.head_dim, config.window};
+  // With digest groups, the group being filled (its digest and mask, paid once).
+  const int64_t query = RecallSource::QueryBytesFor(geometry.n_heads, geometry.head_dim) +
+                        (config.cold_digest_group > 1 ? DigestBytes(config.cold_digest, dg) + 8 : 0);
+  if (!DigestNeedsContext(config.cold_digest)) return query;
   const int64_t n = geometry.n_kv_heads, d = geometry.head_dim;
   const int64_t r = DigestContextRank(config.cold_digest, dg);
   return query + (r == 0 ? n * d * 2 * 2 : n * (d + 2 * r * d + r) * 2);  // DigestContext::bytes()
@@ -124,7 +125,12 @@ int64_t ByteLedger::ColdRamBytes() const {
   }
   // (The last generated token's query per layer, which ranks at decoding steps, is held from
   // the cache's creation: RecallSource::Configure.)
-  return table_.ColdRecords() * (static_cast<int64_t>(sizeof(ColdRecord)) + table_.digest_bytes()) +
+  int64_t digests = table_.ColdRecords() * table_.digest_bytes();
+  if (table_.digest_group() > 1) {
+    digests = 0;
+    for (const LayerWindows& l : table_.layers()) digests += WindowTable::GroupDigestRam(l);
+  }
+  return table_.ColdRecords() * static_cast<int64_t>(sizeof(ColdRecord)) + digests +
          store_.disk()->live_slots() * kColdSlotBytes + contexts +
          geo_.n_layers * RecallSource::QueryBytesFor(geo_.n_heads, geo_.head_dim);
 }

@@ -52,9 +52,15 @@ class ByteLedger {
   // Cold tier: RAM per cold window (its record, its digest, its slot's checksum and liveness);
   // 0 without a cold tier. Every band and cold window is charged it in the floor.
   static constexpr int64_t kColdSlotBytes = 9;  // CRC-32C, live flag, free-list entry
+  // With digest groups (G > 1) a window pays 1/G of its group's digest and coverage mask,
+  // rounded up; a layer's group being filled is paid once more in ColdLayerBytes.
+  static int64_t ColdWindowCost(int64_t digest_bytes, int group) {
+    const int64_t digest = group > 1 ? (digest_bytes + 8 + group - 1) / group : digest_bytes;
+    return static_cast<int64_t>(sizeof(ColdRecord)) + digest + kColdSlotBytes;
+  }
   int64_t cold_window_cost() const {
     return table_.digest_bytes() > 0
-               ? static_cast<int64_t>(sizeof(ColdRecord)) + table_.digest_bytes() + kColdSlotBytes
+               ? ColdWindowCost(table_.digest_bytes(), table_.digest_group())
                : 0;
   }
   // Per layer, what the cold tier holds whatever the windows: the last generated token's query

@@ -94,6 +94,9 @@ struct KvConfig {
   // Cold tier (a policy that keeps_cold(): qevict-recall): the digest of each cold window, and
   // the most bytes the cold file may hold on disk (-1: no limit but the disk's).
   DigestKind cold_digest = DigestKind::kMeanKeyQ2C;
+  // Windows that share one digest (consecutive indices): the digest of their keys as one window
+  // of G * W tokens, 1 / G of its bytes a window (1: a digest per window).
+  int cold_digest_group = 8;
   int64_t cold_disk_limit = -1;
   // At a prompt, every cold window is read back and ranked exactly (true: scan), or the digests
   // shortlist recall_candidates of them; decoding steps always shortlist recall_candidates / 4.

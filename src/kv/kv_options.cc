@@ -290,6 +290,20 @@ const std::vector<KvOptionDef>& CacheOptions() {
            [](KvConfig& c, const KvValue& v) {
              c.cold_digest = ParseDigestKind(std::get<std::string>(v));
            }},
+      {.key = "cold_digest_group",
+       .type = T::kInt,
+       .help = "cold tier: consecutive windows that share one digest (of their keys as one "
+               "window), so the digests cost 1/G of their bytes a window; needs a digest whose "
+               "size does not grow with the window (all but sign-sketch)",
+       .origin = "*choice* (ours; InfLLM keeps a few representative keys per block of 128 "
+                 "tokens, ArkVale a digest per page)",
+       .our_choice = true,
+       .min = 1,
+       .max = 64,
+       .request_max = 64,
+       .eval_variant = true,
+       .get = &GetField<&KvConfig::cold_digest_group>,
+       .set = &SetField<&KvConfig::cold_digest_group>},
       {.key = "recall_rank",
        .type = T::kChoice,
        .help = "cold tier: how a prompt ranks the cold windows: scan (every one read back and "

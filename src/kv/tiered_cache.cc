@@ -56,8 +56,18 @@ TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, con
   external_ = MakeWindowScoreSource(config_, geo_.n_layers, policy_->wants_external_scores());
   if (cold_tier()) {
     recall_.Configure(geo_.n_layers, geo_.n_heads, geo_.head_dim);
-    table_.set_digest_bytes(DigestBytes(
-        config_.cold_digest, DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window}));
+    const DigestGeometry dg{geo_.n_kv_heads, geo_.head_dim, config_.window};
+    const int group = config_.cold_digest_group;
+    if (group > 1 && DigestBytes(config_.cold_digest, dg) !=
+                         DigestBytes(config_.cold_digest,
+                                     DigestGeometry{dg.n_kv_heads, dg.head_dim, group * dg.window_tokens})) {
+      throw Error(std::string("--kv-cold-digest-group ") + std::to_string(group) +
+                  " needs a digest whose size does not grow with the window; " +
+                  DigestKindName(config_.cold_digest) +
+                  " grows (pick another --kv-cold-digest, or --kv-cold-digest-group 1)");
+    }
+    table_.set_digest_bytes(DigestBytes(config_.cold_digest, dg));
+    table_.set_digest_group(group);
     recall_.set_disk(store_.disk());
   }
 }

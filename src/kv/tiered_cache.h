@@ -165,6 +165,7 @@ class TieredCache : public KvCache, private ResidentReader {
   int64_t resident_bytes() const { return ledger_.ResidentBytes(); }
   // The cold tier's file descriptor (-1 without one): tests damage the file through it as an
   // outside process could.
+  const WindowTable& table_for_testing() const { return table_; }
   int cold_fd_for_testing() const { return cold_tier() ? store_.disk()->fd_for_testing() : -1; }
   // The cold tier's store (nullptr without one): tests inject write faults through it.
   DiskColdStore* cold_store_for_testing() { return store_.disk(); }
@@ -227,6 +228,10 @@ class TieredCache : public KvCache, private ResidentReader {
   // its digest kept); a cold window comes back into fp16 (tiered_routing.cc).
   void ToCold(LayerWindows& l, WindowRecord& w, std::vector<uint8_t>& bytes);
   void FitDigestContext(LayerWindows& l, const WindowRecord& first, const uint8_t* fp);
+  // Digest groups (KvConfig::cold_digest_group > 1): builds window `index`'s group digest from
+  // every closed window of its group (fp16 blocks from RAM, the others' exact blocks from the
+  // disk store; `own`, the window's block, where the caller has it) unless it covers `index`.
+  void EnsureGroupDigest(LayerWindows& l, int64_t index, const uint8_t* own);
   void RecallLayer(LayerWindows& l, std::span<const int32_t> indices, std::vector<uint8_t>& bytes);
   void RecallForPrompt(int layer, int n, const int32_t* pos, const float* q, ThreadPool& pool);
   bool cold_tier() const { return store_.disk() != nullptr; }

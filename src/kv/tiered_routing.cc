@@ -223,15 +223,76 @@ void TieredCache::ToCold(LayerWindows& l, WindowRecord& w, std::vector<uint8_t>&
   const DigestGeometry dg{geo_.n_kv_heads, geo_.head_dim, config_.window};
   if (DigestNeedsContext(config_.cold_digest) && !l.has_digest_context) FitDigestContext(l, w, fp);
   thread_local std::vector<uint8_t> digest;
-  digest.resize(table_.digest_bytes());
-  WindowDigest::BuildIntoFromFp16(config_.cold_digest, dg, reinterpret_cast<const uint16_t*>(fp),
-                                  digest.data(),
-                                  l.has_digest_context ? &l.digest_context : nullptr);
+  const uint8_t* own_digest = nullptr;
+  if (table_.digest_group() > 1) {
+    EnsureGroupDigest(l, w.index, fp);
+  } else {
+    digest.resize(table_.digest_bytes());
+    WindowDigest::BuildIntoFromFp16(config_.cold_digest, dg, reinterpret_cast<const uint16_t*>(fp),
+                                    digest.data(),
+                                    l.has_digest_context ? &l.digest_context : nullptr);
+    own_digest = digest.data();
+  }
   store_.Free(WindowStore::KindOf(w.tier), w.block);
-  table_.AddCold(l, ColdRecord{w.index, w.cold_slot}, digest.data());
+  table_.AddCold(l, ColdRecord{w.index, w.cold_slot}, own_digest);
   w.cold_slot = -1;
   w.block = BlockPool::kNoBlock;
   w.tier = Tier::kEvicted;  // its record goes (EraseEvicted); the window lives on in l.cold
+}
+
+// With digest groups, a group's digest is built when its first window goes cold, from all of its
+// closed windows: while the recent region spans the group (G W <= R), they are all still fp16
+// then; a window of the group the digest did not cover (closed later, or the group wider than
+// the recent region) has it rebuilt when it goes cold, the others' blocks read back from disk.
+void TieredCache::EnsureGroupDigest(LayerWindows& l, int64_t index, const uint8_t* own) {
+  const int G = table_.digest_group();
+  if (table_.GroupCovers(l, index)) return;
+  const int64_t group = index / G;
+  const int64_t closed = l.count > config_.sinks ? (l.count - config_.sinks) / config_.window : 0;
+  const int64_t fp_block_bytes = ledger_.fp_block_bytes();
+  thread_local std::vector<uint8_t> read;
+  thread_local std::vector<const uint16_t*> keys;
+  thread_local std::vector<std::pair<int64_t, int32_t>> from_disk;  // (member, slot)
+  keys.clear();
+  from_disk.clear();
+  uint64_t covered = 0;
+  std::vector<const uint8_t*> member(static_cast<size_t>(G), nullptr);
+  for (int64_t i = group * G; i < std::min<int64_t>((group + 1) * G, closed); ++i) {
+    const int64_t m = i - group * G;
+    if (i == index && own != nullptr) {
+      member[m] = own;
+      continue;
+    }
+    const auto cold = std::lower_bound(l.cold.begin(), l.cold.end(), i,
+                                       [](const ColdRecord& c, int64_t x) { return c.index < x; });
+    if (cold != l.cold.end() && cold->index == i) {
+      from_disk.emplace_back(m, cold->slot);
+      continue;
+    }
+    const auto res = std::lower_bound(l.windows.begin(), l.windows.end(), i,
+                                      [](const WindowRecord& w, int64_t x) { return w.index < x; });
+    if (res == l.windows.end() || res->index != i) continue;  // dropped (not in a cold tier)
+    if (res->tier == Tier::kFp16) {
+      member[m] = store_.SharedData(WindowStore::Kind::kFp16, res->block);
+    } else if (res->cold_slot >= 0) {  // quantized: its exact copy is on disk
+      from_disk.emplace_back(m, res->cold_slot);
+    }
+  }
+  read.resize(static_cast<size_t>(fp_block_bytes) * from_disk.size());
+  for (size_t d = 0; d < from_disk.size(); ++d) {
+    store_.ReadDisk(from_disk[d].second, read.data() + static_cast<int64_t>(d) * fp_block_bytes);
+    member[from_disk[d].first] = read.data() + static_cast<int64_t>(d) * fp_block_bytes;
+  }
+  for (int m = 0; m < G; ++m) {
+    if (member[m] == nullptr) continue;
+    keys.push_back(reinterpret_cast<const uint16_t*>(member[m]));  // keys: the block's first half
+    covered |= uint64_t{1} << m;
+  }
+  QEVICT_CHECK(((covered >> (index - group * G)) & 1) != 0);
+  WindowDigest::BuildIntoFromFp16Windows(
+      config_.cold_digest, DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window}, keys,
+      table_.GroupDigestForWrite(l, group, covered),
+      l.has_digest_context ? &l.digest_context : nullptr);
 }
 
 // A layer's digest context (per-channel offsets and scales of its mean keys), fitted once, at

@@ -193,6 +193,11 @@ void TieredCache::LoadState(ByteReader& in) {
       }
       previous_cold = index;
       in.Raw(block.data(), ledger_.fp_block_bytes(), "cold window bytes");
+      if (table_.digest_group() > 1) {  // its group's digest, from the group's windows so far
+        EnsureGroupDigest(l, index, block.data());
+        table_.AddCold(l, ColdRecord{index, store_.WriteDisk(block.data())}, nullptr);
+        continue;
+      }
       WindowDigest::BuildIntoFromFp16(config_.cold_digest,
                                       DigestGeometry{geo_.n_kv_heads, geo_.head_dim, config_.window},
                                       reinterpret_cast<const uint16_t*>(block.data()),
@@ -245,11 +250,12 @@ void TieredCache::LoadState(ByteReader& in) {
   observation_.SetHeldAfterLoad(held);
   ledger_.set_peaks(peaks);
   ledger_.set_counters(LoadKvStats(in));
-  // Stats() adds this cache's own cold I/O (the blocks written above) to the carried figures.
+  // Stats() adds this cache's own cold I/O (the blocks written above, and with digest groups the
+  // blocks read back to rebuild them) to the carried figures: loading counts as neither.
   KvStats& counters = ledger_.counters();
   const int64_t written = cold_tier() ? store_.disk()->bytes_written() : 0;
   const int64_t read = cold_tier() ? store_.disk()->bytes_read() : 0;
-  if (counters.cold_written_bytes < written || counters.cold_read_bytes < read ||
+  if (counters.cold_written_bytes < written || counters.cold_read_bytes < 0 ||
       counters.recalls < 0 || counters.cold_score_read_bytes < 0) {
     in.Fail("malformed cold tier counters");
   }

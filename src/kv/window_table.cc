@@ -27,6 +27,8 @@ void WindowTable::Reset() {
     l.windows.clear();
     l.cold.clear();
     l.digests.clear();
+    l.group_digests.clear();
+    l.group_covered.clear();
     l.digest_context = DigestContext();
     l.has_digest_context = false;
     l.evicted = 0;
@@ -135,12 +137,27 @@ void WindowTable::AddCold(LayerWindows& l, ColdRecord record, const uint8_t* dig
       [](const ColdRecord& c, int32_t index) { return c.index < index; });
   const int64_t k = at - l.cold.begin();
   l.cold.insert(at, record);
+  if (digest_group_ > 1) {
+    QEVICT_CHECK(digest == nullptr && GroupCovers(l, record.index));
+    return;
+  }
   l.digests.insert(l.digests.begin() + k * digest_bytes_, digest, digest + digest_bytes_);
+}
+
+uint8_t* WindowTable::GroupDigestForWrite(LayerWindows& l, int64_t group, uint64_t covered) {
+  QEVICT_CHECK(digest_group_ > 1 && group >= 0);
+  if (group >= static_cast<int64_t>(l.group_covered.size())) {
+    l.group_covered.resize(static_cast<size_t>(group + 1), 0);
+    l.group_digests.resize(static_cast<size_t>((group + 1) * digest_bytes_), 0);
+  }
+  l.group_covered[group] = covered;
+  return l.group_digests.data() + group * digest_bytes_;
 }
 
 ColdRecord WindowTable::TakeCold(LayerWindows& l, size_t k) {
   const ColdRecord record = l.cold[k];
   l.cold.erase(l.cold.begin() + static_cast<int64_t>(k));
+  if (digest_group_ > 1) return record;  // the group's digest stays (its other windows)
   const auto first = l.digests.begin() + static_cast<int64_t>(k) * digest_bytes_;
   l.digests.erase(first, first + digest_bytes_);
   return record;
@@ -213,8 +230,13 @@ void WindowTable::CheckInvariants() const {
     if (static_cast<int64_t>(l.windows.size() + l.cold.size()) + l.evicted != created) {
       fail(li, "resident + cold + evicted windows != windows created");
     }
-    if (static_cast<int64_t>(l.digests.size()) !=
-        static_cast<int64_t>(l.cold.size()) * digest_bytes_) {
+    if (digest_group_ > 1) {
+      if (!l.digests.empty()) fail(li, "per-window digests beside digest groups");
+      for (const ColdRecord& c : l.cold) {
+        if (!GroupCovers(l, c.index)) fail(li, "a cold window its group's digest does not cover");
+      }
+    } else if (static_cast<int64_t>(l.digests.size()) !=
+               static_cast<int64_t>(l.cold.size()) * digest_bytes_) {
       fail(li, "a cold window without its digest");
     }
     {

@@ -55,7 +55,8 @@ struct WindowRecord {
 static_assert(sizeof(WindowRecord) == 28, "metadata charged per resident window");
 
 // A window of the cold tier: its fp16 block on disk (kv/disk_cold_store.h) by slot. Its digest
-// is LayerWindows::digests[k * digest_bytes] for cold[k]. Charged to the budget with the digest.
+// is LayerWindows::digests[k * digest_bytes] for cold[k], or with digest groups (G > 1) its
+// group's, group_digests[(index / G) * digest_bytes]. Charged to the budget with the digest.
 struct ColdRecord {
   int32_t index;  // window number within the layer
   int32_t slot;   // disk cold store slot
@@ -67,7 +68,12 @@ struct LayerWindows {
   uint32_t sink_block = BlockPool::kNoBlock;
   std::vector<WindowRecord> windows;  // resident windows, oldest first
   std::vector<ColdRecord> cold;       // cold windows, oldest first
-  std::vector<uint8_t> digests;       // their digests, in the same order
+  std::vector<uint8_t> digests;       // their digests, in the same order (G = 1)
+  // Digest groups (G > 1): one digest per group of G consecutive window indices, by group, and
+  // which of the group's windows it was built from (bit i - G * group). A group's digest exists
+  // before any of its windows is cold, and covers every cold one.
+  std::vector<uint8_t> group_digests;
+  std::vector<uint64_t> group_covered;
   // Context digests (DigestNeedsContext): the layer's context, fitted once at its first window
   // that goes cold, from the fp16 band windows resident then (charged once per layer).
   DigestContext digest_context;
@@ -133,9 +139,26 @@ class WindowTable {
   void set_digest_bytes(int64_t bytes) { digest_bytes_ = bytes; }
   int64_t digest_bytes() const { return digest_bytes_; }
   const uint8_t* Digest(const LayerWindows& l, size_t k) const {
+    if (digest_group_ > 1) return l.group_digests.data() + (l.cold[k].index / digest_group_) * digest_bytes_;
     return l.digests.data() + static_cast<int64_t>(k) * digest_bytes_;
   }
-  // Adds a cold window (its digest_bytes digest) in index order.
+  // Digest groups: G windows (consecutive indices) share one digest (1: a digest per window).
+  void set_digest_group(int g) { digest_group_ = g; }
+  int digest_group() const { return digest_group_; }
+  // Whether window `index`'s group digest was built with it (G > 1).
+  bool GroupCovers(const LayerWindows& l, int64_t index) const {
+    const int64_t g = index / digest_group_;
+    return g < static_cast<int64_t>(l.group_covered.size()) &&
+           ((l.group_covered[g] >> (index - g * digest_group_)) & 1) != 0;
+  }
+  // The group's digest bytes to (re)build, the groups up to it allocated; `covered` its windows.
+  uint8_t* GroupDigestForWrite(LayerWindows& l, int64_t group, uint64_t covered);
+  // RAM the layer's group digests hold (G > 1; 0 otherwise).
+  static int64_t GroupDigestRam(const LayerWindows& l) {
+    return static_cast<int64_t>(l.group_digests.size() + l.group_covered.size() * 8);
+  }
+  // Adds a cold window in index order: with its digest_bytes digest (G = 1), or (G > 1, digest
+  // nullptr) a window its group's digest covers.
   void AddCold(LayerWindows& l, ColdRecord record, const uint8_t* digest);
   // Removes cold window k (and its digest) and returns it.
   ColdRecord TakeCold(LayerWindows& l, size_t k);
@@ -154,6 +177,7 @@ class WindowTable {
   const ScoreMode score_;
   const double score_decay_;
   const int64_t max_windows_;
+  int digest_group_ = 1;
   int64_t digest_bytes_ = 0;
   std::vector<LayerWindows> layers_;
   std::vector<int32_t> pos_;  // [max_tokens]

@@ -52,7 +52,12 @@ int64_t DocumentedFloor(const KvConfig& c, const KvGeometry& g, int64_t tokens) 
   if (c.policy == "qevict-recall") {  // every window may be cold: its record, digest, checksum
     const int64_t digest =
         DigestBytes(c.cold_digest, DigestGeometry{g.n_kv_heads, g.head_dim, c.window});
-    floor += g.n_layers * ((tokens + c.window - 1) / c.window) * (8 + digest + 9);
+    // With digest groups of G windows: a G-th of a digest and its 8-byte mask a window (rounded
+    // up), and the group being filled once per layer.
+    const int64_t G = c.cold_digest_group;
+    const int64_t per_window = G > 1 ? (digest + 8 + G - 1) / G : digest;
+    floor += g.n_layers * ((tokens + c.window - 1) / c.window) * (8 + per_window + 9);
+    if (G > 1) floor += g.n_layers * (digest + 8);
     // Per layer: the last generated token's query, and the digest context (mean-key-q2c:
     // per-channel offsets and scales in fp16).
     floor += g.n_layers * (int64_t{g.n_heads} * g.head_dim * 4 + 4 +
@@ -197,6 +202,8 @@ TEST(BudgetInvariantOddShapes, WindowSinksRecentScoreModesAndExactRecovery) {
       [](KvConfig* c) { c->score = ScoreMode::kDecay; c->hysteresis = 0.3; },
       [](KvConfig* c) { c->score = ScoreMode::kNormalized; c->q_share = 0.9; },
       [](KvConfig* c) { c->recovery = RecoveryFidelity::kExact; c->q_share = 0.2; },
+      [](KvConfig* c) { c->cold_digest_group = 4; },
+      [](KvConfig* c) { c->cold_digest_group = 8; c->window = 3; c->recent = 4; },
   };
   for (const auto& tweak : tweaks) {
     for (const std::string policy :

@@ -13,6 +13,7 @@
 #include "kv/full_cache.h"
 #include "kv/kv_test_util.h"
 #include "kv/tiered_cache.h"
+#include "kv/window_digest.h"
 #include "policy/registry.h"
 #include "util/byte_stream.h"
 #include "util/error.h"
@@ -167,6 +168,118 @@ TEST(ColdTier, AQuestionAsksTheKernelForTheNextLayersColdWindows) {
     ASSERT_NO_THROW(cache.CheckInvariants());
   }
   EXPECT_EQ(outputs[0], outputs[1]);
+}
+
+// Digest groups (--kv-cold-digest-group G): G consecutive windows share one digest, built from
+// their exact keys as one window of G W tokens; the cold tier's RAM per window falls by about
+// (G - 1) / G of a digest, which goes to the band; a prompt cache rebuilds the same digests.
+TEST(ColdTier, DigestGroupsShareOneDigestBuiltFromTheGroupsExactKeys) {
+  KvStats stats[2];
+  for (const int group : {1, 4}) {
+    SCOPED_TRACE("group " + std::to_string(group));
+    Fixture f;
+    f.config.cold_digest_group = group;
+    std::unique_ptr<KvCache> owned, loaded_owned;
+    TieredCache& cache = f.Make(owned);
+    FullCache full(f.geo, f.rope);
+    testing::SyntheticModel model(f.geo, 7, 1.0f);
+    ThreadPool pool(2);
+    cache.BeginRun(kPrompt, 16);
+    full.BeginRun(kPrompt, 16);
+    testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+    testing::RunBatch(full, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+    ASSERT_NO_THROW(cache.CheckInvariants());
+    stats[group > 1] = cache.Stats();
+    ASSERT_FALSE(stats[group > 1].infeasible) << stats[group > 1].note;
+    ASSERT_GT(stats[group > 1].cold_windows, 0);
+    EXPECT_LE(stats[group > 1].resident_bytes(), *cache.budget());
+    if (group == 1) continue;
+    // Every cold window's digest is its group's, from the group's exact keys.
+    const WindowTable& table = cache.table_for_testing();
+    const int hd = f.geo.head_dim, n_kv = f.geo.n_kv_heads, W = f.config.window;
+    const DigestGeometry dg{n_kv, hd, W};
+    int64_t checked = 0;
+    for (int layer = 0; layer < f.geo.n_layers; ++layer) {
+      const LayerWindows& l = table.layer(layer);
+      std::vector<float> fk, fv;
+      std::vector<int32_t> fpos;
+      full.DenseLayer(layer, &fk, &fv, &fpos);
+      for (size_t k = 0; k < l.cold.size(); ++k) {
+        const int64_t g = l.cold[k].index / group;
+        std::vector<std::vector<float>> blocks;
+        for (int64_t i = g * group; i < (g + 1) * group; ++i) {
+          std::vector<float> b(static_cast<size_t>(n_kv) * W * hd);
+          const int64_t first = f.config.sinks + i * W;
+          for (int h = 0; h < n_kv; ++h) {
+            for (int t = 0; t < W; ++t) {
+              for (int c = 0; c < hd; ++c) {
+                b[(static_cast<size_t>(h) * W + t) * hd + c] = fk[(first + t) * n_kv * hd + h * hd + c];
+              }
+            }
+          }
+          blocks.push_back(std::move(b));
+        }
+        std::vector<const float*> ptrs;
+        for (const auto& b : blocks) ptrs.push_back(b.data());
+        std::vector<uint8_t> want(static_cast<size_t>(table.digest_bytes()));
+        WindowDigest::BuildIntoFromWindows(f.config.cold_digest, dg, ptrs, want.data(),
+                                           l.has_digest_context ? &l.digest_context : nullptr);
+        const uint8_t* got = table.Digest(l, k);
+        ASSERT_EQ(std::vector<uint8_t>(got, got + table.digest_bytes()), want)
+            << "layer " << layer << ", cold window " << l.cold[k].index;
+        ++checked;
+      }
+    }
+    EXPECT_GT(checked, 0);
+    // A prompt cache gives the loaded cache the same digests.
+    ByteWriter out;
+    cache.SaveState(out);
+    TieredCache& loaded = f.Make(loaded_owned);
+    ByteReader in(out.bytes(), "saved cache");
+    loaded.LoadState(in);
+    ASSERT_NO_THROW(loaded.CheckInvariants());
+    for (int layer = 0; layer < f.geo.n_layers; ++layer) {
+      const LayerWindows& a = table.layer(layer);
+      const WindowTable& loaded_table = loaded.table_for_testing();
+      const LayerWindows& b = loaded_table.layer(layer);
+      ASSERT_EQ(a.cold.size(), b.cold.size());
+      for (size_t k = 0; k < a.cold.size(); ++k) {
+        const uint8_t* da = table.Digest(a, k);
+        const uint8_t* db = loaded_table.Digest(b, k);
+        EXPECT_EQ(std::vector<uint8_t>(da, da + table.digest_bytes()),
+                  std::vector<uint8_t>(db, db + table.digest_bytes()));
+      }
+    }
+    // Decoding goes on within the budget, recalling by the group digests.
+    model.query_override = [&](int, int32_t pos, float* q) {
+      if (pos < kPrompt) return;
+      for (int i = 0; i < f.geo.n_heads * hd; ++i) q[i] *= 3.0f;
+    };
+    for (int i = 0; i < 16; ++i) {
+      testing::RunBatch(cache, model, kPrompt + i, 1, BatchKind::kGenerated, pool);
+      ASSERT_NO_THROW(cache.CheckInvariants());
+      ASSERT_LE(cache.Stats().resident_bytes(), *cache.budget());
+    }
+  }
+  // The digests' RAM per cold window: a quarter of a digest and its mask, the records as before.
+  const double per_window[2] = {
+      static_cast<double>(stats[0].cold_ram_bytes) / static_cast<double>(stats[0].cold_windows),
+      static_cast<double>(stats[1].cold_ram_bytes) / static_cast<double>(stats[1].cold_windows)};
+  EXPECT_LT(per_window[1], per_window[0]);
+}
+
+TEST(ColdTier, DigestGroupsNeedADigestThatDoesNotGrowWithTheWindow) {
+  Fixture f;
+  f.config.cold_digest_group = 4;
+  f.config.cold_digest = DigestKind::kSignSketch;
+  std::unique_ptr<KvCache> owned;
+  try {
+    f.Make(owned);
+    FAIL() << "sign-sketch in groups of 4 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--kv-cold-digest-group 4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sign-sketch"), std::string::npos) << e.what();
+  }
 }
 
 // A prompt cache holds the cold tier: a cache loaded from a saved one has the same windows cold

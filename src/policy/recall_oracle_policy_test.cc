@@ -120,7 +120,10 @@ TEST(RecallOraclePolicyTest, AttendsTheWindowHoldingTheKeysTheQueryPointsAt) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> u(hd);
   float norm = 0.0f;
-  for (float& x : u) norm += (x = normal(rng)) * x;
+  for (float& x : u) {
+    x = normal(rng);
+    norm += x * x;
+  }
   for (float& x : u) x /= std::sqrt(norm);
   const int64_t target = 5 + 40 * 8, far = 5 + 3 * 8;
   std::vector<float> k(int64_t{prompt} * g.n_kv_heads * hd), v(k.size()), q(k.size() * 2);
@@ -179,12 +182,16 @@ TEST(RecallOraclePolicyTest, PagesAreTheTieredCachesWindows) {
           const int64_t recent_begin = layout.RecentBegin(visible);
           // Every one of the last `recent` tokens that is no sink is recent.
           EXPECT_LE(recent_begin, std::max(layout.SinkEnd(visible), visible - recent));
-          if (recent_begin > sinks) EXPECT_EQ((recent_begin - sinks) % window, 0);
+          if (recent_begin > sinks) {
+            EXPECT_EQ((recent_begin - sinks) % window, 0);
+          }
           for (int64_t p = first; p < end; ++p) {
             EXPECT_GE(layout.PageBegin(p), sinks);
             EXPECT_LE(layout.PageBegin(p + 1), recent_begin);  // never clipped
           }
-          if (visible > sinks) EXPECT_EQ(layout.PageBegin(end), recent_begin);
+          if (visible > sinks) {
+            EXPECT_EQ(layout.PageBegin(end), recent_begin);
+          }
           const std::vector<TokenRange> none = layout.Ranges(visible, {});
           EXPECT_EQ(RangeTokens(none), std::min(sinks, visible) + visible - recent_begin);
         }
