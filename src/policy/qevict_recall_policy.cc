@@ -13,8 +13,9 @@
 // there is recalled into fp16 from disk -- then the quantized tier with what is left (resident
 // windows only: a cold window comes back only exact), the rest to the cold tier. Bytes the
 // quantized tier leaves idle go back to fp16: the best quantized windows, then the next cold
-// candidates. Between prompts (decoding) nothing is recalled: the digests are scored only
-// against prompt queries (docs/kv-cache.md says what is left to build).
+// candidates. At every decoding step (route_every tokens) the last generated token's queries
+// rank the resident windows and a digest shortlist of the cold ones, and the `recall_focus`
+// windows it attends most go first into fp16 (recalled from disk where cold).
 #include <algorithm>
 #include <vector>
 
