@@ -154,7 +154,7 @@ elif [ "$PART" = recall ]; then
   # RECALL_POLICIES=P,Q and RUN_SUFFIX=-S rerun only some policies into runs NAME-S, whose rows
   # replace those of the same policies in the earlier runs (the renderer keeps a later run's
   # row): how a change to one policy is measured again without rerunning the baselines.
-  TOTAL=5
+  TOTAL=9
   POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle}
   S=${RUN_SUFFIX:-}
   RECALL=(--budgets 0.05,0.1 --protocol context-only --policies "$POLICIES")
@@ -164,6 +164,13 @@ elif [ "$PART" = recall ]; then
   # The same needles with the question inside the compressed prompt (docs/results.md's protocol).
   RECALL_QIP=(--budgets 0.05,0.1 --policies "$POLICIES")
   run "recall-smol-niah-qip$S" "$SMOL" "${PE[@]}" "${RECALL_QIP[@]}" --tasks niah --lengths 2048 "${DEPTHS10[@]}"
+  # The SCBench-style set (five facts, five turns in one session, each far from the last).
+  run "recall-smol-scbench-ctx$S" "$SMOL" "${PE[@]}" "${RECALL[@]}" --tasks scbench --lengths 2048 --samples 30
+  # Drift, needles at 4k and the SCBench-style set with the first question inside the
+  # compressed prompt (the later turns of drift and scbench come after it, as in docs/results.md).
+  run "recall-smol-drift-qip$S" "$SMOL" "${PE[@]}" "${RECALL_QIP[@]}" --tasks drift --lengths 2048 --samples 30
+  run "recall-smol-niah-4k-qip$S" "$SMOL" "${PE[@]}" "${RECALL_QIP[@]}" --tasks niah --lengths 4096 "${DEPTHS10[@]}"
+  run "recall-smol-scbench-qip$S" "$SMOL" "${PE[@]}" "${RECALL_QIP[@]}" --tasks scbench --lengths 2048 --samples 30
   # KL to the full cache (and perplexity) on the 8 texts, the policies of the grid.
   run "recall-smol-ppl$S" "$SMOL" "${PE[@]}" --budgets 0.05,0.1 --policies "$POLICIES" --tasks ppl \
     --lengths 2048 --samples 8
