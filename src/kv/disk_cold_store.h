@@ -71,7 +71,8 @@ class DiskColdStore {
   // (posix_fadvise WILLNEED, a call per run of consecutive slots): the next layer's reads
   // issued while this layer computes, so that its ReadBlocks finds them in memory. Nothing is
   // read into the process, nothing is verified (ReadBlocks does that). Returns the bytes asked
-  // for; a file system that ignores the advice costs nothing.
+  // for; a file system that ignores the advice costs nothing. Safe beside reads and writes of
+  // other threads (it touches only the descriptor).
   int64_t Prefetch(std::span<const int32_t> slots) const;
   // Writes the file's dirty pages out and asks the kernel to drop the file from the page cache
   // (POSIX_FADV_DONTNEED): what a reader finds under memory pressure, or after the OS gave the
@@ -88,7 +89,7 @@ class DiskColdStore {
   int64_t peak_bytes() const { return peak_slots_ * block_bytes_; }
   int64_t bytes_written() const { return bytes_written_; }  // since creation, Reset included
   int64_t bytes_read() const { return bytes_read_.load(); }
-  int64_t prefetch_bytes() const { return prefetch_bytes_; }  // asked of the kernel (Prefetch)
+  int64_t prefetch_bytes() const { return prefetch_bytes_.load(); }  // asked of the kernel
   int64_t disk_limit_bytes() const { return disk_limit_bytes_; }
   // Bytes of the file the OS page cache holds now (mincore over a read-only mapping that is never
   // touched, so the query itself faults nothing in): memory the kernel may give back at any time,
@@ -125,7 +126,7 @@ class DiskColdStore {
   int64_t peak_slots_ = 0;
   int64_t bytes_written_ = 0;
   mutable std::atomic<int64_t> bytes_read_{0};
-  mutable int64_t prefetch_bytes_ = 0;  // Prefetch is called by one thread (a layer's turn)
+  mutable std::atomic<int64_t> prefetch_bytes_{0};
   WriteCall write_call_;
 };
 

@@ -107,8 +107,9 @@ struct KvConfig {
   int recall_prompt = 4;
   int recall_shared = 8;       // windows every layer recalls: the best recall finds in any layer
   // While a prompt batch ranks one layer's cold windows, the next layer's are read ahead into the
-  // page cache (posix_fadvise), overlapping the disk with this layer's compute.
-  bool cold_prefetch = true;
+  // page cache (posix_fadvise on a thread of its own), overlapping the disk with this layer's
+  // compute. Off by default: no gain measured here (docs/kv-cache.md, "Reads and compute").
+  bool cold_prefetch = false;
 
   // Observation window: the last prompt queries whose attention the cache keeps for the
   // policies that score the question (snapkv, pyramidkv, qevict-qa; expected attention).

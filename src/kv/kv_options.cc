@@ -356,7 +356,8 @@ const std::vector<KvOptionDef>& CacheOptions() {
       {.key = "cold_prefetch",
        .type = T::kChoice,
        .help = "cold tier: next-layer (while a prompt batch ranks one layer's cold windows, the "
-               "kernel is asked to read the next layer's into the page cache) or off",
+               "kernel is asked to read the next layer's into the page cache) or off (the "
+               "default: no gain measured on a fast disk with 2 cores)",
        .origin = "*choice* (the issue's overlap of reads with compute; ShadowKV and InfiniGen "
                  "prefetch the next layer's KV while this one computes)",
        .our_choice = true,

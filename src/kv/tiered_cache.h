@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,7 +62,10 @@ class TieredCache : public KvCache, private ResidentReader {
               ThreadPool& pool) override;
   void BeginBatch(BatchKind kind) override;
   void EndBatch(BatchKind kind, ThreadPool& pool) override;
-  KvStats Stats() const override { return ledger_.Stats(); }
+  KvStats Stats() const override {
+    if (prefetch_.valid()) prefetch_.wait();
+    return ledger_.Stats();
+  }
   void DropColdPageCache() const override {
     if (store_.disk() != nullptr) store_.disk()->DropPageCache();
   }
@@ -276,6 +280,12 @@ class TieredCache : public KvCache, private ResidentReader {
   std::vector<LayerBand> layer_bands_;
   std::vector<double> weights_;
   std::vector<std::vector<int32_t>> recall_indices_;  // [layer] window indices to recall
+  // The next layer's cold windows asked of the kernel on a thread of its own (posix_fadvise
+  // submits the reads before it returns), so that this layer's scan does not wait for it; waited
+  // for before the next request, by Stats() and on destruction (declared last: before the store
+  // goes).
+  std::vector<int32_t> prefetch_slots_;
+  mutable std::future<void> prefetch_;
 };
 
 }  // namespace qevict

@@ -329,11 +329,11 @@ void TieredCache::RecallForPrompt(int layer, int n, const int32_t* pos, const fl
   // kernel now, so the disk reads them while this layer scans and attends (KvConfig::
   // cold_prefetch). Already in the page cache, they cost a system call.
   if (config_.cold_prefetch && config_.recall_scan && layer + 1 < table_.n_layers()) {
-    const LayerWindows& next = table_.layer(layer + 1);
-    thread_local std::vector<int32_t> next_slots;
-    next_slots.clear();
-    for (const ColdRecord& c : next.cold) next_slots.push_back(c.slot);
-    store_.disk()->Prefetch(next_slots);
+    if (prefetch_.valid()) prefetch_.wait();
+    prefetch_slots_.clear();
+    for (const ColdRecord& c : table_.layer(layer + 1).cold) prefetch_slots_.push_back(c.slot);
+    const DiskColdStore* disk = store_.disk();
+    prefetch_ = std::async(std::launch::async, [this, disk] { disk->Prefetch(prefetch_slots_); });
   }
   recall_.ScoreBatch(layer, *this, n, pos, q, pool);
   ledger_.counters().cold_score_read_bytes += recall_.read_bytes(layer);
