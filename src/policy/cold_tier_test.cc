@@ -47,6 +47,15 @@ int64_t FirstColdWindow(const TieredCache& cache, int layer) {
   return -1;
 }
 
+// The document read by a cache under test and by the full cache beside it, routed at its end.
+void ReadDocument(KvCache& cache, FullCache& full, const testing::SyntheticModel& model,
+                  ThreadPool& pool, int64_t max_new_tokens) {
+  cache.BeginRun(kPrompt, max_new_tokens);
+  full.BeginRun(kPrompt, max_new_tokens);
+  testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+  testing::RunBatch(full, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+}
+
 TEST(ColdTier, AQuestionRecallsTheColdWindowItPointsAtBitExact) {
   Fixture f;
   // Each layer's own recall (windows shared across layers go first and would fill this small
@@ -57,10 +66,7 @@ TEST(ColdTier, AQuestionRecallsTheColdWindowItPointsAtBitExact) {
   FullCache full(f.geo, f.rope);
   testing::SyntheticModel model(f.geo, 7, 1.0f);
   ThreadPool pool(2);
-  cache.BeginRun(kPrompt, 8);
-  full.BeginRun(kPrompt, 8);
-  testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
-  testing::RunBatch(full, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+  ReadDocument(cache, full, model, pool, 8);
   ASSERT_NO_THROW(cache.CheckInvariants());
   KvStats s = cache.Stats();
   ASSERT_FALSE(s.infeasible) << s.note;
@@ -184,10 +190,7 @@ TEST(ColdTier, DigestGroupsShareOneDigestBuiltFromTheGroupsExactKeys) {
     FullCache full(f.geo, f.rope);
     testing::SyntheticModel model(f.geo, 7, 1.0f);
     ThreadPool pool(2);
-    cache.BeginRun(kPrompt, 16);
-    full.BeginRun(kPrompt, 16);
-    testing::RunBatch(cache, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
-    testing::RunBatch(full, model, 0, kPrompt, BatchKind::kPromptEnd, pool);
+    ReadDocument(cache, full, model, pool, 16);
     ASSERT_NO_THROW(cache.CheckInvariants());
     stats[group > 1] = cache.Stats();
     ASSERT_FALSE(stats[group > 1].infeasible) << stats[group > 1].note;
