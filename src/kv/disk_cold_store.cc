@@ -33,7 +33,14 @@ std::string Size(int64_t bytes) {
   return text;
 }
 
+std::atomic<int64_t> g_process_live{0};    // bytes every store of the process holds on disk
+std::atomic<int64_t> g_process_limit{-1};  // serve --kv-cold-disk-total
+
 }  // namespace
+
+int64_t DiskColdStore::ProcessLiveBytes() { return g_process_live.load(); }
+void DiskColdStore::SetProcessDiskLimit(int64_t bytes) { g_process_limit.store(bytes); }
+int64_t DiskColdStore::ProcessDiskLimit() { return g_process_limit.load(); }
 
 DiskColdStore::DiskColdStore(const std::string& dir, int64_t block_bytes, int64_t disk_limit_bytes)
     : dir_(DefaultDir(dir)), block_bytes_(block_bytes), disk_limit_bytes_(disk_limit_bytes) {
@@ -56,6 +63,7 @@ DiskColdStore::DiskColdStore(const std::string& dir, int64_t block_bytes, int64_
 }
 
 DiskColdStore::~DiskColdStore() {
+  g_process_live -= live_bytes();
   if (fd_ >= 0) close(fd_);
 }
 
@@ -88,10 +96,24 @@ int32_t DiskColdStore::Write(const void* block) {
     checksum_.push_back(0);
     live_.push_back(0);
   }
+  // The process's cap: reserve the block's bytes, given back if the write fails.
+  const int64_t process_limit = g_process_limit.load();
+  const int64_t before = g_process_live.fetch_add(block_bytes_);
+  if (process_limit >= 0 && before + block_bytes_ > process_limit) {
+    g_process_live -= block_bytes_;
+    free_slots_.push_back(slot);
+    throw ColdStoreError(ColdStoreError::Kind::kNoRoom,
+                         "cold store " + path_ + " (unlinked): the cold files of this process " +
+                             "together would pass --kv-cold-disk-total " + Size(process_limit) +
+                             " (" + Size(before) + " on disk now, " + Size(live_bytes()) +
+                             " of them this one's); raise --kv-cold-disk-total, keep fewer " +
+                             "conversations (--max-sessions) or more of each in RAM");
+  }
   try {
     WriteAll(slot, block);
   } catch (...) {
     free_slots_.push_back(slot);
+    g_process_live -= block_bytes_;
     throw;
   }
   checksum_[slot] = Crc32c(block, static_cast<size_t>(block_bytes_));
@@ -239,10 +261,12 @@ void DiskColdStore::Free(int32_t slot) {
   live_[slot] = 0;
   free_slots_.push_back(slot);
   --live_slots_;
+  g_process_live -= block_bytes_;
   ReleaseSpace(static_cast<int64_t>(slot) * block_bytes_, block_bytes_);
 }
 
 void DiskColdStore::Reset() {
+  g_process_live -= live_bytes();
   if (ftruncate(fd_, 0) != 0) ReleaseSpace(0, static_cast<int64_t>(live_.size()) * block_bytes_);
   checksum_.clear();
   live_.clear();

@@ -91,6 +91,12 @@ class DiskColdStore {
   int64_t bytes_read() const { return bytes_read_.load(); }
   int64_t prefetch_bytes() const { return prefetch_bytes_.load(); }  // asked of the kernel
   int64_t disk_limit_bytes() const { return disk_limit_bytes_; }
+  // Every cold store of the process together: the bytes they hold on disk now, and a cap on it
+  // (`serve --kv-cold-disk-total`; -1, the default: none). A Write that would pass the cap is a
+  // kNoRoom error naming it, as the store's own limit is; the store stays usable.
+  static int64_t ProcessLiveBytes();
+  static void SetProcessDiskLimit(int64_t bytes);
+  static int64_t ProcessDiskLimit();
   // Bytes of the file the OS page cache holds now (mincore over a read-only mapping that is never
   // touched, so the query itself faults nothing in): memory the kernel may give back at any time,
   // charged to no process's RSS, reported beside the resident bytes. -1 where it cannot tell.

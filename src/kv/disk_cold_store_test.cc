@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -155,6 +156,41 @@ TEST(DiskColdStore, PrefetchBringsDroppedBlocksBackIntoThePageCache) {
   std::vector<uint8_t> got(static_cast<size_t>(store.block_bytes()));
   store.Read(slots[6], got.data());  // and what is read is verified as ever
   EXPECT_EQ(got, big);
+}
+
+// The process's cap (serve --kv-cold-disk-total) counts every store's live blocks together: a
+// write that would pass it is a kNoRoom error naming the flag, with nothing written; freeing a
+// block of another store, or that store closing, makes room again.
+TEST(DiskColdStore, TheProcessCapCountsEveryStoreTogether) {
+  struct Restore {
+    ~Restore() { DiskColdStore::SetProcessDiskLimit(-1); }
+  } restore;
+  const int64_t base = DiskColdStore::ProcessLiveBytes();
+  DiskColdStore::SetProcessDiskLimit(base + 3 * kBlock);
+  auto a = std::make_unique<DiskColdStore>("", kBlock);
+  DiskColdStore b("", kBlock);
+  const int32_t a0 = a->Write(Pattern(1).data());
+  a->Write(Pattern(2).data());
+  b.Write(Pattern(3).data());
+  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 3 * kBlock);
+  ColdStoreError::Kind kind{};
+  const std::string full = ErrorOf([&] { b.Write(Pattern(4).data()); }, &kind);
+  EXPECT_EQ(kind, ColdStoreError::Kind::kNoRoom);
+  EXPECT_NE(full.find("--kv-cold-disk-total"), std::string::npos) << full;
+  EXPECT_NE(full.find(b.path()), std::string::npos) << full;
+  EXPECT_EQ(b.live_slots(), 1);
+  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 3 * kBlock);
+  a->Free(a0);
+  const int32_t b1 = b.Write(Pattern(4).data());
+  std::vector<uint8_t> got(kBlock);
+  b.Read(b1, got.data());
+  EXPECT_EQ(got, Pattern(4));
+  EXPECT_THROW(b.Write(Pattern(5).data()), ColdStoreError);
+  a.reset();  // its last block goes with it
+  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 2 * kBlock);
+  b.Write(Pattern(5).data());
+  b.Reset();
+  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base);
 }
 
 TEST(DiskColdStore, MissingOrUnwritableDirectoryIsAnErrorNamingIt) {

@@ -361,7 +361,7 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .origin = "*choice* (the issue's overlap of reads with compute; ShadowKV and InfiniGen "
                  "prefetch the next layer's KV while this one computes)",
        .our_choice = true,
-       .choices = {"next-layer", "off"},
+       .choices = {"off", "next-layer"},
        .eval_variant = true,
        .get = [](const KvConfig& c) {
          return KvValue(std::string(c.cold_prefetch ? "next-layer" : "off"));

@@ -190,7 +190,7 @@ void LogGeneration(const GenerationRun& run, const GenerationOutcome& outcome) {
 
 // A fault of the request's cold tier (kv/disk_cold_store.h), during `what` ("prefill",
 // "generation"): 507 cold_store_full when it ran out of room (the disk, or the session's
-// --kv-cold-disk-limit), 500 cold_store_error when its file was damaged or could not be read or
+// --kv-cold-disk-limit, or the server's --kv-cold-disk-total), 500 cold_store_error when its file was damaged or could not be read or
 // written. The message names the file and the way out. The conversation is not kept: its cache
 // is freed with its cold file, and its disk space returns (GenerationRun::Finish).
 ApiError ColdStoreFailure(const std::string& what, const ColdStoreError& e) {
@@ -198,7 +198,8 @@ ApiError ColdStoreFailure(const std::string& what, const ColdStoreError& e) {
     return InsufficientStorage(what + " failed: the session's cold tier has no room: " + e.what() +
                                    ". In a request: a larger kv.budget (more in RAM) "
                                    "or a shorter conversation; the server's operator sets "
-                                   "--kv-cold-disk-limit and --kv-cold-dir. The session was "
+                                   "--kv-cold-disk-limit, --kv-cold-disk-total and "
+                                   "--kv-cold-dir. The session was "
                                    "dropped",
                                "cold_store_full");
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "kv/disk_cold_store.h"
+
 namespace qevict::server {
 namespace {
 
@@ -155,6 +157,12 @@ std::string ServerMetrics::RenderPrometheus(const SchedulerSnapshot& sched,
            "Of the cold bytes on disk, what the OS page cache holds now (the kernel's to take "
            "back; in no process's RSS, never counted as resident).",
            sum.cold_page_cache_bytes);
+  w.Metric("qevict_kv_cold_disk_bytes", "gauge",
+           "Bytes every cold file of the server holds on disk now, kept conversations included.",
+           DiskColdStore::ProcessLiveBytes());
+  w.Metric("qevict_kv_cold_disk_total_bytes", "gauge",
+           "--kv-cold-disk-total (0: no limit but each session's --kv-cold-disk-limit).",
+           std::max<int64_t>(0, DiskColdStore::ProcessDiskLimit()));
   w.Metric("qevict_kv_mapped_bytes", "gauge",
            "KV bytes the active sessions' caches hold from the OS now (pool slabs and policy "
            "buffers; >= the resident bytes).", sum.reserved_bytes);

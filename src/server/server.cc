@@ -14,6 +14,7 @@
 #include <string>
 
 #include "engine/loaded_model.h"
+#include "kv/disk_cold_store.h"
 #include "server/http_routes.h"
 #include "server/metrics.h"
 #include "server/server_context.h"
@@ -54,6 +55,8 @@ void CheckOptions(const ServerOptions& o) {
   CheckRange("-t", o.threads, 0, kMax, "give a thread count >= 1, or 0 for every core");
   CheckRange("--kv-memory-limit", o.kv_memory_limit, 0, kMax,
              "give a size such as 512m or 2g, or 0 for no limit");
+  CheckRange("--kv-cold-disk-total", o.kv_cold_disk_total, 0, kMax,
+             "give a size such as 4g, or 0 for no limit");
   CheckRange("--queue", o.max_queue, 0, 4096, "give 0 to 4096 waiting requests");
   CheckRange("--queue-timeout", o.queue_timeout_seconds, 1, kMax, "give at least 1 second");
   CheckRange("-c", o.ctx, 0, kMax, "give a context in tokens, or 0 for the model's");
@@ -117,6 +120,8 @@ struct Server::State {
 
 Server::Server(const ServerOptions& options) {
   CheckOptions(options);
+  DiskColdStore::SetProcessDiskLimit(options.kv_cold_disk_total > 0 ? options.kv_cold_disk_total
+                                                                    : -1);
   ReturnLargeBuffersToTheOs();
   state_ = std::make_unique<State>(options);
 }

@@ -23,6 +23,9 @@ struct ServerOptions {
   int slots = 1;
   int threads = 0;              // total compute threads (0: all available cores)
   int64_t kv_memory_limit = 0;  // bytes reserved over running requests (0: no limit)
+  // Bytes every cold file of the server may hold on disk together (kept conversations and
+  // running requests; 0: no limit but each session's --kv-cold-disk-limit).
+  int64_t kv_cold_disk_total = 0;
   int max_queue = 32;
   int queue_timeout_seconds = 600;
   int64_t ctx = 0;  // most prompt + completion tokens per request (0: the model's)

@@ -1361,6 +1361,51 @@ def check_clean_shutdown(srv):
 # The tests in three groups, each a CTest entry of its own (server_http_GROUP) so that they run
 # beside each other: each group starts its own server for its tests that share one, then runs
 # the ones that start servers with other flags.
+def test_cold_disk_total_caps_every_conversation_together(args):
+    """--kv-cold-disk-total caps the cold files of every conversation together (kept ones
+    included): a conversation whose cold tier would pass it gets 507 cold_store_full naming the
+    flag, and is dropped with its file; once a kept conversation is dropped for being idle past
+    --session-ttl, its disk space counts no more and the same request succeeds."""
+    cold = tempfile.mkdtemp(prefix="qevict-cold-total-")
+    limit = 8 * 2**20
+    srv = ServerProcess(args.binary, args.model, "--slots", "1", "-t", "2", "--max-sessions", "4",
+                        "--session-ttl", "3", "--kv-cold-dir", cold,
+                        "--kv-cold-disk-total", str(limit))
+    kv = {"policy": "qevict-recall", "budget": 0.2}
+
+    def ask(sid, offset):
+        messages = [{"role": "user", "content": parcel_document(offset=offset, chars=600) +
+                     "\n\n" + QUESTIONS[0]}]
+        return srv.post("/v1/chat/completions", {"messages": messages, "max_tokens": 8,
+                                                 "temperature": 0, "kv": kv, "session_id": sid})
+    try:
+        status, first = ask("first", 0)
+        assert status == 200, first
+        # The premise: one such conversation fits under the limit, two do not.
+        assert limit / 2 < first["kv"]["cold_bytes"] <= limit, first["kv"]
+        assert open_cold_files(srv.proc.pid, cold) == 1
+        m = srv.metrics()
+        assert m["qevict_kv_cold_disk_total_bytes"] == limit, m
+        assert m["qevict_kv_cold_disk_bytes"] == first["kv"]["cold_bytes"], m  # kept, not running
+        result = ask("second", 3)
+        expect_error(result, 507, code="cold_store_full", contains="--kv-cold-disk-total")
+        assert "8.0 MiB" in result[1]["error"]["message"], result[1]
+        assert open_cold_files(srv.proc.pid, cold) == 1  # the second's file closed, the first kept
+        assert srv.get("/v1/sessions/first/cache")[0] == 200
+        time.sleep(4)  # the first is idle past --session-ttl: dropped, its file with it
+        status, second = ask("second", 3)
+        assert status == 200, second
+        assert srv.get("/v1/sessions/first/cache")[0] == 404
+        assert open_cold_files(srv.proc.pid, cold) == 1
+        assert srv.metrics()["qevict_kv_cold_disk_bytes"] == second["kv"]["cold_bytes"]
+    finally:
+        rc = srv.stop()
+    assert rc == 0, "server exit code %d: %s" % (rc, srv.stderr()[-2000:])
+    assert os.listdir(cold) == [], os.listdir(cold)
+    os.rmdir(cold)
+    srv.remove_log()
+
+
 GROUPS = {
     # The API as clients see it: requests, streaming, errors, disconnects, llama.cpp and OpenAI
     # habits, admission control and the API key.
@@ -1389,7 +1434,8 @@ GROUPS = {
                   test_sessions_concurrent_conversations_are_isolated],
                  [test_sessions_bounded_by_count_and_ttl,
                   test_sessions_come_and_go_under_the_memory_limit,
-                  test_cold_store_fault_drops_only_its_session]),
+                  test_cold_store_fault_drops_only_its_session,
+                  test_cold_disk_total_caps_every_conversation_together]),
 }
 
 
