@@ -1020,6 +1020,14 @@ def open_cold_files(pid, directory):
     return count
 
 
+def check_stopped_leaving_no_cold_file(srv, rc, cold):
+    """The stopped server exited with 0 and left nothing in its --kv-cold-dir."""
+    assert rc == 0, "server exit code %d: %s" % (rc, srv.stderr()[-2000:])
+    assert os.listdir(cold) == [], os.listdir(cold)
+    os.rmdir(cold)
+    srv.remove_log()
+
+
 def test_cold_store_fault_drops_only_its_session(args):
     """--kv-cold-disk-limit caps each session's cold file: a conversation whose cold tier would
     pass it gets 507 cold_store_full naming the file and the way out, and is dropped with its
@@ -1096,10 +1104,7 @@ def test_cold_store_fault_drops_only_its_session(args):
         assert os.listdir(cold) == [], os.listdir(cold)
     finally:
         rc = srv.stop()
-    assert rc == 0, "server exit code %d: %s" % (rc, srv.stderr()[-2000:])
-    assert os.listdir(cold) == [], os.listdir(cold)
-    os.rmdir(cold)
-    srv.remove_log()
+    check_stopped_leaving_no_cold_file(srv, rc, cold)
 
 
 def test_sessions_continue_like_one_process(srv, args):
@@ -1400,10 +1405,7 @@ def test_cold_disk_total_caps_every_conversation_together(args):
         assert srv.metrics()["qevict_kv_cold_disk_bytes"] == second["kv"]["cold_bytes"]
     finally:
         rc = srv.stop()
-    assert rc == 0, "server exit code %d: %s" % (rc, srv.stderr()[-2000:])
-    assert os.listdir(cold) == [], os.listdir(cold)
-    os.rmdir(cold)
-    srv.remove_log()
+    check_stopped_leaving_no_cold_file(srv, rc, cold)
 
 
 GROUPS = {
