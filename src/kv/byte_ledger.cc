@@ -70,7 +70,7 @@ int64_t ByteLedger::WorstReservedBytes(const KvConfig& config, const KvGeometry&
   // one being closed.
   const int64_t recent_windows = (config.recent + window - 1) / window;
   int64_t floor = fp16_blocks(sinks + (recent_windows + 2) * window) + positions(run_tokens);
-  if (policy.keeps_cold()) {  // the cold tier's RAM: every window's record, digest, checksum
+  if (policy.keeps_cold()) {  // the cold tier's RAM: every window's record, digest, liveness bit
     const DigestGeometry dg{geometry.n_kv_heads, geometry.head_dim, config.window};
     const int64_t per_window = ColdWindowCost(DigestBytes(config.cold_digest, dg), config.cold_digest_group);
     floor += layers * (windows(run_tokens) * per_window + ColdLayerBytes(config, geometry));
@@ -97,7 +97,7 @@ int64_t ByteLedger::WorstReservedBytes(const KvConfig& config, const KvGeometry&
 
 int64_t ByteLedger::MetaBytes() const {
   // Window records, the position of every stored token (needed for RoPE at read time), the
-  // observation queries a policy keeps, and the cold tier's records, digests and checksums.
+  // observation queries a policy keeps, and the cold tier's records, digests and liveness bits.
   return table_.ResidentRecords() * kRecordBytes + table_.stored_tokens() * kPositionBytes +
          observation_.bytes() + ColdRamBytes();
 }
@@ -261,7 +261,7 @@ void ByteLedger::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
                 " tokens and one growing window in every layer, plus metadata" +
                 (cold_window_cost() > 0
                      ? ", plus " + std::to_string(cold_window_cost()) +
-                           " bytes of cold-tier record, digest and checksum per window"
+                           " bytes of cold-tier record, digest and liveness per window"
                      : std::string()) +
                 "); the cache keeps only that floor. " +
                 (fraction < 1.0 ? "Raise --kv-budget to at least " + std::to_string(fraction) +

@@ -49,9 +49,10 @@ class ByteLedger {
   int64_t sink_block_bytes() const { return sink_block_bytes_; }
   int64_t fp_window_cost() const { return fp_block_bytes_ + kRecordBytes; }  // block + record
   int64_t q_window_cost() const { return q_block_bytes_ + kRecordBytes; }
-  // Cold tier: RAM per cold window (its record, its digest, its slot's checksum and liveness);
+  // Cold tier: RAM per cold window (its record, its share of a digest, its slot's liveness);
   // 0 without a cold tier. Every band and cold window is charged it in the floor.
-  static constexpr int64_t kColdSlotBytes = 9;  // CRC-32C, live flag, free-list entry
+  // The store's liveness bit for its slot, rounded up to a byte (its checksum is on disk).
+  static constexpr int64_t kColdSlotBytes = 1;
   // With digest groups (G > 1) a window pays 1/G of its group's digest and coverage mask,
   // rounded up; a layer's group being filled is paid once more in ColdLayerBytes.
   static int64_t ColdWindowCost(int64_t digest_bytes, int group) {
@@ -67,7 +68,7 @@ class ByteLedger {
   // (decoding steps rank by it) and the digest context (context digests), in the floor.
   static int64_t ColdLayerBytes(const KvConfig& config, const KvGeometry& geometry);
   int64_t DigestContextCost() const;  // ColdLayerBytes, 0 without a cold tier
-  // RAM the cold tier holds now: cold records and digests, and a checksum per disk slot.
+  // RAM the cold tier holds now: cold records and digests, and a liveness bit per disk slot.
   int64_t ColdRamBytes() const;
 
   // ---- what the cache holds now ----

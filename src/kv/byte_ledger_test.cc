@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kv/kv_test_util.h"
+#include "kv/window_digest.h"
 
 namespace qevict {
 namespace {
@@ -95,6 +96,20 @@ TEST_F(ByteLedgerTest, ABudgetBelowTheFloorIsSaidNotSilentlyExceeded) {
   ledger_.SetBudget(400, 50);
   EXPECT_FALSE(ledger_.budget().has_value());
   EXPECT_EQ(ledger_.counters().floor_bytes, -1);
+}
+
+// What the cold tier costs in RAM per window with the defaults (a record, an eighth of a group's
+// mean-key-q2c digest and mask, a liveness bit), as docs/kv-cache.md ("What it costs in RAM")
+// states it for the two reference models' geometries.
+TEST(ColdTierRam, PerWindowIsWhatTheDocsSay) {
+  const KvConfig defaults;
+  auto per_window = [&](int n_kv_heads, int head_dim) {
+    const DigestGeometry g{n_kv_heads, head_dim, defaults.window};
+    return ByteLedger::ColdWindowCost(DigestBytes(defaults.cold_digest, g),
+                                      defaults.cold_digest_group);
+  };
+  EXPECT_EQ(per_window(3, 64), 17);   // SmolLM2-135M: 0.28 % of its 6,144-byte fp16 window
+  EXPECT_EQ(per_window(1, 256), 19);  // Gemma 3 270M: 0.23 % of its 8,192-byte fp16 window
 }
 
 }  // namespace

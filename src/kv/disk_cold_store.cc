@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,19 @@ std::string Size(int64_t bytes) {
   return text;
 }
 
+// The checksum of a slot's block: CRC-32C of the slot number (4 bytes, little-endian) and then
+// the block, so a block found at another slot's place does not pass for it.
+uint32_t SlotChecksum(int32_t slot, const uint8_t* block, int64_t block_bytes) {
+  const uint8_t number[4] = {static_cast<uint8_t>(slot), static_cast<uint8_t>(slot >> 8),
+                             static_cast<uint8_t>(slot >> 16), static_cast<uint8_t>(slot >> 24)};
+  return Crc32c(block, static_cast<size_t>(block_bytes), Crc32c(number, sizeof number));
+}
+
+uint32_t LoadLe32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
 std::atomic<int64_t> g_process_live{0};    // bytes every store of the process holds on disk
 std::atomic<int64_t> g_process_limit{-1};  // serve --kv-cold-disk-total
 
@@ -43,7 +57,10 @@ void DiskColdStore::SetProcessDiskLimit(int64_t bytes) { g_process_limit.store(b
 int64_t DiskColdStore::ProcessDiskLimit() { return g_process_limit.load(); }
 
 DiskColdStore::DiskColdStore(const std::string& dir, int64_t block_bytes, int64_t disk_limit_bytes)
-    : dir_(DefaultDir(dir)), block_bytes_(block_bytes), disk_limit_bytes_(disk_limit_bytes) {
+    : dir_(DefaultDir(dir)),
+      block_bytes_(block_bytes),
+      slot_bytes_(block_bytes + kChecksumBytes),
+      disk_limit_bytes_(disk_limit_bytes) {
   QEVICT_CHECK(block_bytes > 0);
   std::string pattern = dir_ + "/qevict-cold-XXXXXX";
   std::vector<char> name(pattern.begin(), pattern.end());
@@ -69,16 +86,45 @@ DiskColdStore::~DiskColdStore() {
 
 std::string DiskColdStore::Where(int32_t slot) const {
   return "cold store " + path_ + " (unlinked), slot " + std::to_string(slot) + " at byte " +
-         std::to_string(static_cast<int64_t>(slot) * block_bytes_);
+         std::to_string(static_cast<int64_t>(slot) * slot_bytes_);
 }
 
 int64_t DiskColdStore::ram_bytes() const {
-  return static_cast<int64_t>(checksum_.capacity() * sizeof(uint32_t) + live_.capacity() +
-                              free_slots_.capacity() * sizeof(int32_t));
+  return static_cast<int64_t>(live_.capacity() * sizeof(uint64_t));
+}
+
+bool DiskColdStore::IsLive(int32_t slot) const {
+  return slot >= 0 && slot < slots_ && (live_[slot >> 6] >> (slot & 63) & 1) != 0;
+}
+
+void DiskColdStore::SetLive(int32_t slot, bool live) {
+  const uint64_t bit = uint64_t{1} << (slot & 63);
+  if (live) {
+    live_[slot >> 6] |= bit;
+  } else {
+    live_[slot >> 6] &= ~bit;
+    first_free_word_ = std::min(first_free_word_, static_cast<size_t>(slot >> 6));
+  }
+}
+
+int32_t DiskColdStore::TakeSlot() {
+  // The lowest free slot, from the liveness bits (no free list: a bit a slot is all it costs).
+  for (size_t w = first_free_word_; w < live_.size(); ++w) {
+    if (~live_[w] == 0) continue;
+    const int32_t slot = static_cast<int32_t>(w * 64 + std::countr_one(live_[w]));
+    if (slot >= slots_) break;
+    first_free_word_ = w;
+    return slot;
+  }
+  QEVICT_CHECK(slots_ < INT32_MAX);
+  first_free_word_ = live_.size();
+  const int32_t slot = slots_++;
+  if (static_cast<size_t>(slot >> 6) >= live_.size()) live_.push_back(0);
+  return slot;
 }
 
 int32_t DiskColdStore::Write(const void* block) {
-  if (disk_limit_bytes_ >= 0 && live_bytes() + block_bytes_ > disk_limit_bytes_) {
+  if (disk_limit_bytes_ >= 0 && live_bytes() + slot_bytes_ > disk_limit_bytes_) {
     throw ColdStoreError(ColdStoreError::Kind::kNoRoom,
                          "cold store " + path_ + " (unlinked): the disk limit of " +
                              Size(disk_limit_bytes_) + " (--kv-cold-disk-limit) would be passed (" +
@@ -86,22 +132,13 @@ int32_t DiskColdStore::Write(const void* block) {
                              " on disk); raise --kv-cold-disk-limit, keep " +
                              "more in RAM (a larger --kv-budget) or give a shorter context");
   }
-  int32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    QEVICT_CHECK(checksum_.size() < static_cast<size_t>(INT32_MAX));
-    slot = static_cast<int32_t>(checksum_.size());
-    checksum_.push_back(0);
-    live_.push_back(0);
-  }
-  // The process's cap: reserve the block's bytes, given back if the write fails.
+  const int32_t slot = TakeSlot();  // not live until the write succeeds
+  // The process's cap: reserve the slot's bytes, given back if the write fails.
   const int64_t process_limit = g_process_limit.load();
-  const int64_t before = g_process_live.fetch_add(block_bytes_);
-  if (process_limit >= 0 && before + block_bytes_ > process_limit) {
-    g_process_live -= block_bytes_;
-    free_slots_.push_back(slot);
+  const int64_t before = g_process_live.fetch_add(slot_bytes_);
+  if (process_limit >= 0 && before + slot_bytes_ > process_limit) {
+    g_process_live -= slot_bytes_;
+    first_free_word_ = std::min(first_free_word_, static_cast<size_t>(slot >> 6));
     throw ColdStoreError(ColdStoreError::Kind::kNoRoom,
                          "cold store " + path_ + " (unlinked): the cold files of this process " +
                              "together would pass --kv-cold-disk-total " + Size(process_limit) +
@@ -109,33 +146,37 @@ int32_t DiskColdStore::Write(const void* block) {
                              " of them this one's); raise --kv-cold-disk-total, keep fewer " +
                              "conversations (--max-sessions) or more of each in RAM");
   }
+  // The block and its checksum after it, in one write.
+  thread_local std::vector<uint8_t> staged;
+  staged.resize(static_cast<size_t>(slot_bytes_));
+  std::memcpy(staged.data(), block, static_cast<size_t>(block_bytes_));
+  const uint32_t crc = SlotChecksum(slot, staged.data(), block_bytes_);
+  for (int b = 0; b < kChecksumBytes; ++b) staged[block_bytes_ + b] = static_cast<uint8_t>(crc >> (8 * b));
   try {
-    WriteAll(slot, block);
+    WriteAll(slot, staged.data());
   } catch (...) {
-    free_slots_.push_back(slot);
-    g_process_live -= block_bytes_;
+    first_free_word_ = std::min(first_free_word_, static_cast<size_t>(slot >> 6));
+    g_process_live -= slot_bytes_;
     throw;
   }
-  checksum_[slot] = Crc32c(block, static_cast<size_t>(block_bytes_));
-  live_[slot] = 1;
+  SetLive(slot, true);
   ++live_slots_;
   peak_slots_ = std::max(peak_slots_, live_slots_);
-  bytes_written_ += block_bytes_;
+  bytes_written_ += slot_bytes_;
   return slot;
 }
 
-void DiskColdStore::WriteAll(int32_t slot, const void* block) {
-  const auto* p = static_cast<const uint8_t*>(block);
-  const off_t base = static_cast<off_t>(slot) * block_bytes_;
+void DiskColdStore::WriteAll(int32_t slot, const uint8_t* p) {
+  const off_t base = static_cast<off_t>(slot) * slot_bytes_;
   int64_t done = 0;
-  while (done < block_bytes_) {
-    const ssize_t n = write_call_(fd_, p + done, static_cast<size_t>(block_bytes_ - done),
+  while (done < slot_bytes_) {
+    const ssize_t n = write_call_(fd_, p + done, static_cast<size_t>(slot_bytes_ - done),
                                   base + static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = n < 0 ? errno : ENOSPC;  // a write that makes no progress: the disk is full
       // Give back what a partial write took (the slot is returned to the free list).
-      ReleaseSpace(base, block_bytes_);
+      ReleaseSpace(base, slot_bytes_);
       // EFBIG: past the process's file size limit (ulimit -f), as good as a full disk.
       const bool no_room = err == ENOSPC || err == EDQUOT || err == EFBIG;
       const std::string way_out =
@@ -144,7 +185,7 @@ void DiskColdStore::WriteAll(int32_t slot, const void* block) {
                   : "check the disk holding " + dir_ + " or pass --kv-cold-dir another directory";
       throw ColdStoreError(no_room ? ColdStoreError::Kind::kNoRoom : ColdStoreError::Kind::kIo,
                            "cannot write " + Where(slot) + ": " + std::strerror(err) + " after " +
-                               std::to_string(done) + " of " + std::to_string(block_bytes_) +
+                               std::to_string(done) + " of " + std::to_string(slot_bytes_) +
                                " bytes (" + way_out + ")");
     }
     done += n;
@@ -156,7 +197,7 @@ void DiskColdStore::Read(int32_t slot, void* dst) const { ReadBlocks({&slot, 1},
 void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, void* dst) const {
   auto* out = static_cast<uint8_t*>(dst);
   for (int32_t slot : slots) {
-    QEVICT_CHECK(slot >= 0 && static_cast<size_t>(slot) < live_.size() && live_[slot]);
+    QEVICT_CHECK(IsLive(slot));
   }
   size_t i = 0;
   while (i < slots.size()) {
@@ -177,9 +218,9 @@ int64_t DiskColdStore::Prefetch(std::span<const int32_t> slots) const {
     size_t j = i + 1;
     while (j < sorted.size() && sorted[j] <= sorted[j - 1] + 1) ++j;
     const int64_t n = sorted[j - 1] - sorted[i] + 1;
-    posix_fadvise(fd_, static_cast<off_t>(sorted[i]) * block_bytes_,
-                  static_cast<off_t>(n * block_bytes_), POSIX_FADV_WILLNEED);
-    asked += n * block_bytes_;
+    posix_fadvise(fd_, static_cast<off_t>(sorted[i]) * slot_bytes_,
+                  static_cast<off_t>(n * slot_bytes_), POSIX_FADV_WILLNEED);
+    asked += n * slot_bytes_;
     i = j;
   }
   prefetch_bytes_ += asked;
@@ -192,14 +233,18 @@ void DiskColdStore::DropPageCache() const {
 }
 
 void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) const {
-  const int64_t total = n * block_bytes_;
-  const off_t base = static_cast<off_t>(slots[0]) * block_bytes_;
+  // The run's slots (blocks with their checksums) into a buffer, then each block, verified,
+  // into its place in dst.
+  thread_local std::vector<uint8_t> staged;
+  const int64_t total = n * slot_bytes_;
+  staged.resize(static_cast<size_t>(total));
+  const off_t base = static_cast<off_t>(slots[0]) * slot_bytes_;
   int64_t done = 0;
   while (done < total) {
-    const ssize_t got =
-        pread(fd_, dst + done, static_cast<size_t>(total - done), base + static_cast<off_t>(done));
+    const ssize_t got = pread(fd_, staged.data() + done, static_cast<size_t>(total - done),
+                              base + static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
-    const int32_t slot = slots[done / block_bytes_];
+    const int32_t slot = slots[done / slot_bytes_];
     if (got < 0) {
       throw ColdStoreError(ColdStoreError::Kind::kIo,
                            "cannot read " + Where(slot) + ": " + std::strerror(errno) +
@@ -209,21 +254,26 @@ void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) const {
     if (got == 0) {
       throw ColdStoreError(ColdStoreError::Kind::kDamaged,
                            "cannot read " + Where(slot) + ": the file ends " +
-                               std::to_string(done % block_bytes_) + " bytes into the block " +
+                               std::to_string(done % slot_bytes_) + " bytes into the block " +
                                "(it was truncated from outside qevict: the window is lost; " +
                                "start again, and leave the files in " + dir_ + " alone)");
     }
     done += got;
   }
   bytes_read_ += total;
-  for (int b = 0; b < n; ++b) Verify(slots[b], dst + b * block_bytes_);
+  for (int b = 0; b < n; ++b) {
+    const uint8_t* stored = staged.data() + b * slot_bytes_;
+    Verify(slots[b], stored);
+    std::memcpy(dst + b * block_bytes_, stored, static_cast<size_t>(block_bytes_));
+  }
 }
 
-void DiskColdStore::Verify(int32_t slot, const uint8_t* block) const {
-  const uint32_t crc = Crc32c(block, static_cast<size_t>(block_bytes_));
-  if (crc != checksum_[slot]) {
+void DiskColdStore::Verify(int32_t slot, const uint8_t* stored) const {
+  const uint32_t crc = SlotChecksum(slot, stored, block_bytes_);
+  const uint32_t written = LoadLe32(stored + block_bytes_);
+  if (crc != written) {
     char detail[64];
-    std::snprintf(detail, sizeof detail, "CRC-32C %08x, written as %08x", crc, checksum_[slot]);
+    std::snprintf(detail, sizeof detail, "CRC-32C %08x, written as %08x", crc, written);
     throw ColdStoreError(ColdStoreError::Kind::kDamaged,
                          "checksum mismatch reading " + Where(slot) + ": " + detail +
                              " (the file was changed on disk: the window is lost; start " +
@@ -232,7 +282,7 @@ void DiskColdStore::Verify(int32_t slot, const uint8_t* block) const {
 }
 
 int64_t DiskColdStore::PageCacheBytes() const {
-  const int64_t size = static_cast<int64_t>(live_.size()) * block_bytes_;
+  const int64_t size = static_cast<int64_t>(slots_) * slot_bytes_;
   if (size <= 0) return 0;
   void* map = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd_, 0);
   if (map == MAP_FAILED) return -1;
@@ -257,20 +307,19 @@ void DiskColdStore::ReleaseSpace(int64_t offset, int64_t bytes) {
 }
 
 void DiskColdStore::Free(int32_t slot) {
-  QEVICT_CHECK(slot >= 0 && static_cast<size_t>(slot) < live_.size() && live_[slot]);
-  live_[slot] = 0;
-  free_slots_.push_back(slot);
+  QEVICT_CHECK(IsLive(slot));
+  SetLive(slot, false);
   --live_slots_;
-  g_process_live -= block_bytes_;
-  ReleaseSpace(static_cast<int64_t>(slot) * block_bytes_, block_bytes_);
+  g_process_live -= slot_bytes_;
+  ReleaseSpace(static_cast<int64_t>(slot) * slot_bytes_, slot_bytes_);
 }
 
 void DiskColdStore::Reset() {
   g_process_live -= live_bytes();
-  if (ftruncate(fd_, 0) != 0) ReleaseSpace(0, static_cast<int64_t>(live_.size()) * block_bytes_);
-  checksum_.clear();
+  if (ftruncate(fd_, 0) != 0) ReleaseSpace(0, static_cast<int64_t>(slots_) * slot_bytes_);
   live_.clear();
-  free_slots_.clear();
+  slots_ = 0;
+  first_free_word_ = 0;
   live_slots_ = 0;
   peak_slots_ = 0;
 }

@@ -4,10 +4,12 @@
 // in all) in a file created in a directory of the user's choice and unlinked at once, so nothing is
 // left on disk even when the process is killed. Blocks are written with pwrite and read with pread
 // (never mapped: the page cache may keep them, but the process's resident set does not grow
-// with the cold tier). RAM keeps one CRC-32C per block, verified on every read: a block that
-// changed on disk is an error naming its slot, never wrong attention.
+// with the cold tier). Each block is followed on disk by its CRC-32C (of the slot number and the
+// block), verified on every read: a block that changed on disk, or that sits at another slot's
+// place, is an error naming its slot, never wrong attention. RAM keeps a bit per slot (live or
+// free) and nothing else per block.
 //
-// Freed slots are reused, and their disk space is given back (hole punched) where the file
+// Freed slots are reused (the lowest free one first), and their disk space is given back (hole punched) where the file
 // system can, so live_bytes() is what the cold tier occupies on disk. An optional disk limit
 // makes a write that would pass it an error instead of filling the disk.
 //
@@ -83,10 +85,15 @@ class DiskColdStore {
   // Frees every slot and gives the whole file's space back.
   void Reset();
 
+  // The checksum stored after each block on disk.
+  static constexpr int kChecksumBytes = 4;
+
   int64_t block_bytes() const { return block_bytes_; }
+  // What a slot takes on disk: its block and checksum. The byte figures below count slots.
+  int64_t slot_bytes() const { return slot_bytes_; }
   int64_t live_slots() const { return live_slots_; }
-  int64_t live_bytes() const { return live_slots_ * block_bytes_; }  // on disk now
-  int64_t peak_bytes() const { return peak_slots_ * block_bytes_; }
+  int64_t live_bytes() const { return live_slots_ * slot_bytes_; }  // on disk now
+  int64_t peak_bytes() const { return peak_slots_ * slot_bytes_; }
   int64_t bytes_written() const { return bytes_written_; }  // since creation, Reset included
   int64_t bytes_read() const { return bytes_read_.load(); }
   int64_t prefetch_bytes() const { return prefetch_bytes_.load(); }  // asked of the kernel
@@ -101,8 +108,8 @@ class DiskColdStore {
   // touched, so the query itself faults nothing in): memory the kernel may give back at any time,
   // charged to no process's RSS, reported beside the resident bytes. -1 where it cannot tell.
   int64_t PageCacheBytes() const;
-  // RAM the store keeps per slot ever used (checksum and liveness): beside the digests, what the
-  // cold tier costs in memory.
+  // RAM the store keeps: a liveness bit per slot ever used (beside the digests, what the cold
+  // tier costs in memory).
   int64_t ram_bytes() const;
   // The file's name when it was created (it no longer exists: it was unlinked at once).
   const std::string& path() const { return path_; }
@@ -114,9 +121,12 @@ class DiskColdStore {
   void set_write_call_for_testing(WriteCall call) { write_call_ = std::move(call); }
 
  private:
-  void WriteAll(int32_t slot, const void* block);
+  void WriteAll(int32_t slot, const uint8_t* stored);  // slot_bytes_ bytes: block, checksum
   void ReadRun(const int32_t* slots, int n, uint8_t* dst) const;
-  void Verify(int32_t slot, const uint8_t* block) const;
+  void Verify(int32_t slot, const uint8_t* stored) const;
+  bool IsLive(int32_t slot) const;
+  void SetLive(int32_t slot, bool live);
+  int32_t TakeSlot();  // the lowest free slot, or a new one; live once its write succeeds
   void ReleaseSpace(int64_t offset, int64_t bytes);
   std::string Where(int32_t slot) const;
 
@@ -124,10 +134,11 @@ class DiskColdStore {
   std::string path_;
   int fd_ = -1;
   int64_t block_bytes_;
+  int64_t slot_bytes_;
   int64_t disk_limit_bytes_;
-  std::vector<uint32_t> checksum_;  // per slot ever handed out
-  std::vector<uint8_t> live_;       // per slot: 1 while it holds a block
-  std::vector<int32_t> free_slots_;
+  std::vector<uint64_t> live_;   // a bit per slot ever handed out: 1 while it holds a block
+  int32_t slots_ = 0;            // slots ever handed out (the file's length in slots)
+  size_t first_free_word_ = 0;   // no free slot below live_[first_free_word_]
   int64_t live_slots_ = 0;
   int64_t peak_slots_ = 0;
   int64_t bytes_written_ = 0;

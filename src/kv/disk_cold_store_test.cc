@@ -21,6 +21,7 @@ namespace qevict {
 namespace {
 
 constexpr int64_t kBlock = 6144;  // one SmolLM2-135M window: 2 x 3 heads x 8 tokens x 64 x fp16
+constexpr int64_t kSlot = kBlock + DiskColdStore::kChecksumBytes;  // on disk: block, checksum
 
 std::vector<uint8_t> Pattern(int seed) {
   std::vector<uint8_t> b(kBlock);
@@ -59,15 +60,16 @@ TEST(DiskColdStore, BlocksRoundTripBitExactAndSlotsAreReused) {
   EXPECT_EQ(got, b);
   store.Read(sa, got.data());
   EXPECT_EQ(got, a);
-  EXPECT_EQ(store.live_bytes(), 2 * kBlock);
-  EXPECT_EQ(store.bytes_written(), 2 * kBlock);
-  EXPECT_EQ(store.bytes_read(), 2 * kBlock);
+  EXPECT_EQ(store.slot_bytes(), kSlot);
+  EXPECT_EQ(store.live_bytes(), 2 * kSlot);
+  EXPECT_EQ(store.bytes_written(), 2 * kSlot);
+  EXPECT_EQ(store.bytes_read(), 2 * kSlot);
   store.Free(sa);
-  EXPECT_EQ(store.live_bytes(), kBlock);
+  EXPECT_EQ(store.live_bytes(), kSlot);
   EXPECT_EQ(store.Write(c.data()), sa);  // the freed slot is reused
   store.Read(sa, got.data());
   EXPECT_EQ(got, c);
-  EXPECT_EQ(store.peak_bytes(), 2 * kBlock);
+  EXPECT_EQ(store.peak_bytes(), 2 * kSlot);
   // The file was unlinked at creation: nothing is left on disk.
   struct stat st;
   EXPECT_NE(stat(store.path().c_str(), &st), 0);
@@ -90,7 +92,21 @@ TEST(DiskColdStore, BatchReadReturnsEveryBlockInTheOrderAsked) {
   for (size_t i = 0; i < slots.size(); ++i) {
     EXPECT_EQ(0, std::memcmp(dst.data() + i * kBlock, blocks[slots[i]].data(), kBlock)) << i;
   }
-  EXPECT_EQ(store.bytes_read(), 5 * kBlock);
+  EXPECT_EQ(store.bytes_read(), 5 * kSlot);
+}
+
+// Freed slots are taken lowest first, from a liveness bit per slot: what RAM holds per slot.
+TEST(DiskColdStore, FreedSlotsAreReusedLowestFirstAndRamIsABitPerSlot) {
+  DiskColdStore store("", kBlock);
+  const auto a = Pattern(1);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(store.Write(a.data()), i);
+  EXPECT_LE(store.ram_bytes(), 2 * (200 / 8 + 8));  // bits, in 64-bit words (and capacity)
+  for (int32_t s : {130, 7, 64}) store.Free(s);
+  EXPECT_EQ(store.Write(a.data()), 7);
+  EXPECT_EQ(store.Write(a.data()), 64);
+  EXPECT_EQ(store.Write(a.data()), 130);
+  EXPECT_EQ(store.Write(a.data()), 200);
+  EXPECT_EQ(store.live_slots(), 201);
 }
 
 TEST(DiskColdStore, FreedSlotsGiveTheirDiskSpaceBack) {
@@ -145,7 +161,7 @@ TEST(DiskColdStore, PrefetchBringsDroppedBlocksBackIntoThePageCache) {
   const int64_t before = store.bytes_read();
   // Two runs (slots 0-2 and 5-7): the bytes asked for, and only those come back.
   const std::vector<int32_t> wanted = {slots[5], slots[0], slots[6], slots[1], slots[7], slots[2]};
-  EXPECT_EQ(store.Prefetch(wanted), 6 * store.block_bytes());
+  EXPECT_EQ(store.Prefetch(wanted), 6 * store.slot_bytes());
   int64_t cached = 0;
   for (int tries = 0; tries < 500 && cached < 6 * store.block_bytes(); ++tries) {
     usleep(10000);  // readahead completes in the background
@@ -166,20 +182,20 @@ TEST(DiskColdStore, TheProcessCapCountsEveryStoreTogether) {
     ~Restore() { DiskColdStore::SetProcessDiskLimit(-1); }
   } restore;
   const int64_t base = DiskColdStore::ProcessLiveBytes();
-  DiskColdStore::SetProcessDiskLimit(base + 3 * kBlock);
+  DiskColdStore::SetProcessDiskLimit(base + 3 * kSlot);
   auto a = std::make_unique<DiskColdStore>("", kBlock);
   DiskColdStore b("", kBlock);
   const int32_t a0 = a->Write(Pattern(1).data());
   a->Write(Pattern(2).data());
   b.Write(Pattern(3).data());
-  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 3 * kBlock);
+  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 3 * kSlot);
   ColdStoreError::Kind kind{};
   const std::string full = ErrorOf([&] { b.Write(Pattern(4).data()); }, &kind);
   EXPECT_EQ(kind, ColdStoreError::Kind::kNoRoom);
   EXPECT_NE(full.find("--kv-cold-disk-total"), std::string::npos) << full;
   EXPECT_NE(full.find(b.path()), std::string::npos) << full;
   EXPECT_EQ(b.live_slots(), 1);
-  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 3 * kBlock);
+  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 3 * kSlot);
   a->Free(a0);
   const int32_t b1 = b.Write(Pattern(4).data());
   std::vector<uint8_t> got(kBlock);
@@ -187,7 +203,7 @@ TEST(DiskColdStore, TheProcessCapCountsEveryStoreTogether) {
   EXPECT_EQ(got, Pattern(4));
   EXPECT_THROW(b.Write(Pattern(5).data()), ColdStoreError);
   a.reset();  // its last block goes with it
-  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 2 * kBlock);
+  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 2 * kSlot);
   b.Write(Pattern(5).data());
   b.Reset();
   EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base);
@@ -222,7 +238,7 @@ TEST(DiskColdStore, MissingOrUnwritableDirectoryIsAnErrorNamingIt) {
 }
 
 TEST(DiskColdStore, DiskLimitIsAClearErrorAndLeavesTheStoreUsable) {
-  DiskColdStore store("", kBlock, 2 * kBlock);
+  DiskColdStore store("", kBlock, 2 * kSlot);
   const auto a = Pattern(1);
   const int32_t s0 = store.Write(a.data());
   store.Write(a.data());
@@ -232,7 +248,7 @@ TEST(DiskColdStore, DiskLimitIsAClearErrorAndLeavesTheStoreUsable) {
   EXPECT_NE(msg.find("disk limit"), std::string::npos) << msg;
   EXPECT_NE(msg.find(store.path() + " (unlinked)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("raise --kv-cold-disk-limit"), std::string::npos) << msg;
-  EXPECT_EQ(store.live_bytes(), 2 * kBlock);
+  EXPECT_EQ(store.live_bytes(), 2 * kSlot);
   store.Free(s0);
   EXPECT_EQ(store.Write(a.data()), s0);  // room again once a block is freed
 }
@@ -253,7 +269,7 @@ TEST(DiskColdStore, FullDiskIsAnErrorAndTheSlotIsNotLost) {
   EXPECT_NE(msg.find("No space left on device"), std::string::npos) << msg;
   EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
   EXPECT_NE(msg.find("slot 0"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("3072 of 6144 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3074 of 6148 bytes"), std::string::npos) << msg;
   EXPECT_NE(msg.find("pass --kv-cold-dir a directory on a disk with room"), std::string::npos)
       << msg;
   EXPECT_EQ(store.live_bytes(), 0);
@@ -275,7 +291,7 @@ TEST(DiskColdStore, TruncatedFileIsAShortReadError) {
   const auto a = Pattern(5), b = Pattern(6);
   store.Write(a.data());
   const int32_t sb = store.Write(b.data());
-  ASSERT_EQ(ftruncate(store.fd_for_testing(), kBlock + 100), 0);  // cuts slot 1 short
+  ASSERT_EQ(ftruncate(store.fd_for_testing(), kSlot + 100), 0);  // cuts slot 1 short
   std::vector<uint8_t> got(2 * kBlock);
   store.Read(0, got.data());  // slot 0 is whole
   EXPECT_EQ(0, std::memcmp(got.data(), a.data(), kBlock));
@@ -298,7 +314,7 @@ TEST(DiskColdStore, CorruptedBlockIsAChecksumErrorNamingTheSlot) {
   const int fd = open(proc.c_str(), O_RDWR);
   ASSERT_GE(fd, 0);
   uint8_t byte = 0;
-  const off_t where = 2 * kBlock + 1234;
+  const off_t where = 2 * kSlot + 1234;
   ASSERT_EQ(pread(fd, &byte, 1, where), 1);
   byte ^= 0x10;
   ASSERT_EQ(pwrite(fd, &byte, 1, where), 1);
@@ -314,6 +330,25 @@ TEST(DiskColdStore, CorruptedBlockIsAChecksumErrorNamingTheSlot) {
   EXPECT_NE(msg.find(store.path()), std::string::npos) << msg;
   const std::vector<int32_t> all = {0, 1, 2};
   EXPECT_NE(ErrorOf([&] { store.ReadBlocks(all, got.data()); }).find("slot 2"), std::string::npos);
+}
+
+// A whole block written at another slot's place (a misdirected write, or a copy made from outside
+// qevict) carries its own slot's number in its checksum: an error, never the other window.
+TEST(DiskColdStore, ABlockAtAnotherSlotsPlaceIsAChecksumError) {
+  DiskColdStore store("", kBlock);
+  store.Write(Pattern(1).data());
+  store.Write(Pattern(2).data());
+  std::vector<uint8_t> slot0(kSlot);
+  ASSERT_EQ(pread(store.fd_for_testing(), slot0.data(), kSlot, 0), kSlot);
+  ASSERT_EQ(pwrite(store.fd_for_testing(), slot0.data(), kSlot, kSlot), kSlot);
+  std::vector<uint8_t> got(kBlock);
+  store.Read(0, got.data());
+  EXPECT_EQ(got, Pattern(1));
+  ColdStoreError::Kind kind{};
+  const std::string msg = ErrorOf([&] { store.Read(1, got.data()); }, &kind);
+  EXPECT_EQ(kind, ColdStoreError::Kind::kDamaged);
+  EXPECT_NE(msg.find("checksum mismatch"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("slot 1"), std::string::npos) << msg;
 }
 
 // A read the kernel refuses (an I/O error; here the descriptor replaced by a write-only one, so

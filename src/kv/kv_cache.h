@@ -114,7 +114,7 @@ struct KvStats {
   // positions and policy buffers, at their largest over the run (-1 without a budget).
   int64_t floor_bytes = -1;
   // Cold tier (qevict-recall; 0 without one): windows on disk, the RAM their records, digests
-  // and checksums hold (inside meta_bytes and the budget), what the disk store wrote and read
+  // and liveness bits hold (inside meta_bytes and the budget), what the disk store wrote and read
   // (recall candidates scored at prompt ends, recalled windows, promotions), recalls made.
   int64_t cold_windows = 0;
   int64_t cold_ram_bytes = 0;

@@ -94,7 +94,7 @@ struct RoutingContext {
   std::span<const LayerBand> layers;
   int64_t fp_window_bytes = 0;  // one window in the fp16 tier, metadata included
   int64_t q_window_bytes = 0;   // one window in the quantized tier, metadata included
-  // One window in the cold tier (its record, digest and checksum), already paid for every band
+  // One window in the cold tier (its record, digest share and liveness bit), already paid for every band
   // and cold window before the budget is shared out: a plan's tiers cost what they did without
   // a cold tier.
   int64_t cold_window_bytes = 0;

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <string>
 
+#include "kv/disk_cold_store.h"
 #include "kv/full_cache.h"
 #include "kv/kv_test_util.h"
 #include "kv/tiered_cache.h"
@@ -155,7 +156,9 @@ TEST(ColdTier, AQuestionAsksTheKernelForTheNextLayersColdWindows) {
     const KvStats after_prompt = cache.Stats();
     ASSERT_GT(after_prompt.cold_windows, 0);
     EXPECT_EQ(after_prompt.cold_prefetch_bytes, 0);  // the document's own prompt scans nothing
-    const int64_t block = 2 * int64_t{f.geo.n_kv_heads} * f.config.window * f.geo.head_dim * 2;
+    // A window's slot on disk: its fp16 keys and values, and their checksum.
+    const int64_t block = 2 * int64_t{f.geo.n_kv_heads} * f.config.window * f.geo.head_dim * 2 +
+                          DiskColdStore::kChecksumBytes;
     std::vector<int64_t> cold_in_layer(f.geo.n_layers);
     for (int layer = 0; layer < f.geo.n_layers; ++layer) {
       for (const WindowInfo& w : cache.View(layer).windows) cold_in_layer[layer] += w.tier == Tier::kCold;
@@ -443,7 +446,10 @@ struct ColdRun {
     cache->ContinueRun(kQuestion, 8);
     testing::RunBatch(*cache, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool);
   }
-  int64_t block_bytes() const { return WindowStore::FpBlockBytes(f.config, f.geo); }
+  // What a window takes in the cold file: its fp16 block and its checksum.
+  int64_t slot_bytes() const {
+    return WindowStore::FpBlockBytes(f.config, f.geo) + DiskColdStore::kChecksumBytes;
+  }
 };
 
 TEST(ColdTier, AFullDiskAtEvictionEndsTheRunWithAnErrorNamingTheDirectory) {
@@ -469,8 +475,9 @@ TEST(ColdTier, AFullDiskAtEvictionEndsTheRunWithAnErrorNamingTheDirectory) {
 
 TEST(ColdTier, TheDiskLimitReachedAtEvictionEndsTheRunNamingTheLimit) {
   Fixture probe;
-  const int64_t block = WindowStore::FpBlockBytes(probe.config, probe.geo);
-  ColdRun run(/*run_document=*/false, /*disk_limit=*/3 * block);  // the document needs more
+  const int64_t slot =
+      WindowStore::FpBlockBytes(probe.config, probe.geo) + DiskColdStore::kChecksumBytes;
+  ColdRun run(/*run_document=*/false, /*disk_limit=*/3 * slot);  // the document needs more
   run.cache->BeginRun(kPrompt, 8);
   const ColdStoreError e = ColdFaultOf([&] {
     testing::RunBatch(*run.cache, run.model, 0, kPrompt, BatchKind::kPromptEnd, run.pool);
@@ -478,7 +485,7 @@ TEST(ColdTier, TheDiskLimitReachedAtEvictionEndsTheRunNamingTheLimit) {
   EXPECT_EQ(e.kind(), ColdStoreError::Kind::kNoRoom);
   ExpectMentions(e.what(), {run.cache->cold_store_for_testing()->path() + " (unlinked)",
                             "disk limit", "3 windows", "raise --kv-cold-disk-limit"});
-  EXPECT_LE(run.cache->cold_store_for_testing()->live_bytes(), 3 * block);
+  EXPECT_LE(run.cache->cold_store_for_testing()->live_bytes(), 3 * slot);
   ExpectDeadAndOthersGoOn(*run.cache, run.model, run.pool, e.what());
 }
 
@@ -491,7 +498,7 @@ TEST(ColdTier, ACorruptedBlockIsAnErrorAtRecall) {
   ASSERT_GE(fd, 0);
   struct stat st {};
   ASSERT_EQ(fstat(fd, &st), 0);
-  for (off_t at = 100; at < st.st_size; at += run.block_bytes()) {
+  for (off_t at = 100; at < st.st_size; at += run.slot_bytes()) {
     uint8_t byte = 0;
     ASSERT_EQ(pread(fd, &byte, 1, at), 1);
     byte ^= 0x40;
