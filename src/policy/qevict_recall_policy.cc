@@ -41,40 +41,11 @@ const KvPolicyOption kRecallFocus({
     .default_number = 4,
 });
 
-const KvPolicyOption kRecallQShare({
-    .key = "recall_q_share",
-    .type = KvOptionType::kNumber,
-    .help = "qevict-recall: the quantized tier's share of the band (its own q_share: a window "
-            "can come back exact from disk, so the 2-bit tier can cover more of the context)",
-    .policies = "qevict-recall",
-    .origin = "*choice* (ours, on the development seeds)",
-    .our_choice = true,
-    .min = 0,
-    .max = 1,
-    .eval_variant = true,
-    .default_number = 0.5,
-});
-
-const KvPolicyOption kRecallFpWindows({
-    .key = "recall_fp_windows",
-    .type = KvOptionType::kInt,
-    .help = "qevict-recall: fp16 windows a layer keeps whatever recall_q_share leaves it (the "
-            "passage a question reads must fit exact)",
-    .policies = "qevict-recall",
-    .origin = "*choice* (ours, on the development seeds)",
-    .our_choice = true,
-    .min = 0,
-    .request_max = 4096,
-    .eval_variant = true,
-    .default_number = 0,
-});
-
 class QevictRecallPolicy : public Policy {
  public:
   explicit QevictRecallPolicy(const KvConfig& config)
       : focus_(kRecallFocus.GetInt(config)),
-        fp_windows_(kRecallFpWindows.GetInt(config)),
-        q_share_(kRecallQShare.Get(config)),
+        q_share_(config.q_share),
         prefill_q_share_(config.prefill_q_share),
         hysteresis_(static_cast<float>(config.hysteresis)) {}
 
@@ -133,12 +104,10 @@ class QevictRecallPolicy : public Policy {
     const int64_t budget = band.budget_bytes;
     const int64_t fp = context.fp_window_bytes, q = context.q_window_bytes;
     const double share = context.trigger == BatchKind::kPromptChunk ? prefill_q_share_ : q_share_;
-    // The fp16 tier's share, and at least fp_windows_ windows of it while the band has them.
     const int64_t fp_budget =
         budget == RoutingContext::kUnlimited
             ? budget
-            : std::max(static_cast<int64_t>((1.0 - share) * static_cast<double>(budget)),
-                       std::min(budget, fp_windows_ * fp));
+            : static_cast<int64_t>((1.0 - share) * static_cast<double>(budget));
     int64_t used = 0;
     // At a decoding step, the `focus_` windows the last token attends most (band or recall
     // candidates, by band.recall) go first: what the next tokens read, as Quest selects pages
@@ -219,7 +188,6 @@ class QevictRecallPolicy : public Policy {
   }
 
   int focus_;
-  int64_t fp_windows_;
   double q_share_, prefill_q_share_;
   float hysteresis_;
   SnapshotKeys keys_;
