@@ -4,6 +4,9 @@
 #include <bit>
 #include <cstring>
 
+#include "util/cpu_features.h"
+
+
 namespace qevict {
 namespace {
 
@@ -26,9 +29,22 @@ struct Tables {
 
 constexpr Tables kTables;
 
+
 }  // namespace
 
+#if defined(__x86_64__)
+uint32_t Crc32cAvx2(const void* data, size_t n, uint32_t crc);  // crc32c_avx2.cc
+#endif
+
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
+#if defined(__x86_64__)
+  // Every CPU of the AVX2 level has SSE4.2; QEVICT_SIMD=portable takes the tables.
+  if (ActiveSimdLevel() != SimdLevel::kPortable) return Crc32cAvx2(data, n, crc);
+#endif
+  return Crc32cPortable(data, n, crc);
+}
+
+uint32_t Crc32cPortable(const void* data, size_t n, uint32_t crc) {
   const auto* p = static_cast<const uint8_t*>(data);
   const auto& t = kTables.t;
   uint32_t c = ~crc;

@@ -50,6 +50,21 @@ TEST(Crc32c, KnownValues) {
   EXPECT_EQ(Crc32c(a.data(), a.size()), 0x22620404u);
 }
 
+// The instruction path (where the CPU has one) and the tables agree on every length and
+// alignment, and when a checksum is continued.
+TEST(Crc32c, TheInstructionPathAndTheTablesAgree) {
+  std::vector<uint8_t> bytes(4096 + 16);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 131 + 17);
+  for (size_t offset : {0, 1, 3, 7}) {
+    for (size_t n : {0, 1, 7, 8, 9, 15, 16, 63, 1000, 4096}) {
+      const uint8_t* p = bytes.data() + offset;
+      EXPECT_EQ(Crc32c(p, n), Crc32cPortable(p, n)) << offset << " " << n;
+      EXPECT_EQ(Crc32c(p + n / 2, n - n / 2, Crc32c(p, n / 2)), Crc32cPortable(p, n));
+    }
+  }
+  EXPECT_EQ(Crc32cPortable("123456789", 9), 0xE3069283u);
+}
+
 TEST(DiskColdStore, BlocksRoundTripBitExactAndSlotsAreReused) {
   DiskColdStore store("", kBlock);
   const auto a = Pattern(1), b = Pattern(2), c = Pattern(3);
