@@ -4,7 +4,7 @@ BUILD ?= build
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build test test-unit test-long test-asan test-arm demo eval eval-extra eval-long eval-qa eval-recall eval-recall-gemma eval-quick results bench bench-gemma clean format fuzz
+.PHONY: all setup build test test-unit test-long test-asan test-arm demo eval eval-extra eval-long eval-qa eval-recall eval-recall-gemma eval-quick results bench bench-kv bench-gemma clean format fuzz
 
 all: build
 
@@ -80,6 +80,11 @@ results: build
 
 bench: setup build
 	@scripts/bench.sh
+
+# The cache's tables alone (KV-cache policies with the follow-up from the disk, memory), spliced
+# into docs/benchmarks.md with their own date; no llama.cpp build, about 15 min on 2 cores.
+bench-kv: setup build
+	@STAGES=kv,memory,cold scripts/bench.sh
 
 # qevict vs llama.cpp on Gemma 3 270M (Q4_K/Q5_0/Q6_K/Q8_0 weights, sliding-window layers).
 bench-gemma: setup build

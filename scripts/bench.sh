@@ -32,8 +32,9 @@
 # `qevict run --help` lists; or a comma list), KV_BUDGETS (0.05,0.1), KV_REPS (1), PROFILE (1 = when perf
 # works, 0 = skip), LLAMACPP (1 = compare with llama.cpp, 0 = qevict only), OUT
 # (docs/benchmarks.md), WORK (keep the raw results there instead of a temporary directory),
-# STAGES=memory alone re-renders only the memory section of an existing OUT (with its own date and
-# load average). CTX1 (512: contexts of the one-thread comparison), MEM_CTX (2048,6144,8192: 6k is the issue 38 memory cell), MEM_POLICIES
+# Without the speed stage (STAGES=memory, or kv,memory,cold: `make bench-kv`), only the sections
+# measured are re-rendered into an existing OUT, each with its own date and load average (and
+# llama.cpp is not built). CTX1 (512: contexts of the one-thread comparison), MEM_CTX (2048,6144,8192: 6k is the issue 38 memory cell), MEM_POLICIES
 # (qevict,snapkv,h2o,qevict-recall), MEM_BUDGETS (0.05,0.1,0.2), MEM_GEN (16), COLD_CTX (8192),
 # COLD_BUDGET (0.05), COLD_REPS (3), STAGES (speed,speed1,kv,memory,cold,profile: with WORK,
 # rerun some stages and keep the others' results).
@@ -134,7 +135,7 @@ load_quiet() {
 }
 
 LLAMA_BENCH=""
-if [ "$LLAMACPP" = 1 ]; then
+if [ "$LLAMACPP" = 1 ] && { stage speed || stage speed1; }; then
   LLAMA_BENCH=$(scripts/bench_llamacpp.sh build)
 fi
 
@@ -314,9 +315,16 @@ json.dump({
 }, open(sys.argv[1], "w"), indent=1)
 PY
 
-if [ "$STAGES" = memory ] && [ -f "$OUT" ]; then
-  # The memory table alone, spliced into the existing page with its own date and load.
-  python3 scripts/render_benchmarks.py --work "$WORK" --out "$OUT" --section memory
+if ! stage speed && [ -f "$OUT" ]; then
+  # Without the speed stage (llama.cpp's comparison): the sections this run measured, each
+  # spliced into the existing page with its own date and load (the KV-cache policies with the
+  # follow-up from the disk; the memory table); the others stay as they were.
+  if stage kv; then
+    python3 scripts/render_benchmarks.py --work "$WORK" --out "$OUT" --section kv --stages "$STAGES"
+  fi
+  if stage memory; then
+    python3 scripts/render_benchmarks.py --work "$WORK" --out "$OUT" --section memory --stages "$STAGES"
+  fi
 else
   python3 scripts/render_benchmarks.py --work "$WORK" --out "$OUT"
 fi

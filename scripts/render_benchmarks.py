@@ -736,16 +736,16 @@ def render_llama_build(meta, summaries):
         "explicit configuration runs batched prefill correctly.", ""]
 
 
-def splice_section(path, lines, meta):
+def splice_section(path, lines, meta, stages="memory"):
     """Replaces the page's section that starts with lines[0] (or inserts it before the next
     '## Profiles' / '## Commands' heading) with a section rendered from a run of its own stage,
     which says when and at what load it was measured."""
     heading = lines[0]
     load = meta.get("loadavg_start", ["?"])[0], meta.get("loadavg_end", ["?"])[0]
     section = [heading, "",
-               "*This section alone was measured on %s (`STAGES=memory scripts/bench.sh`, qevict "
+               "*This section alone was measured on %s (`STAGES=%s scripts/bench.sh`, qevict "
                "`%s`, load average %s at the start and %s at the end); the rest of the page "
-               "comes from the run described above.*" % (meta.get("date", "?"),
+               "comes from the run described above.*" % (meta.get("date", "?"), stages,
                                                           meta.get("qevict_commit", "?"), *load),
                ""] + lines[2:]
     page = open(path).read().rstrip("\n").split("\n")
@@ -766,12 +766,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--section", choices=["memory"],
-                    help="render this section alone into the existing page (its own run)")
+    ap.add_argument("--section", choices=["memory", "kv"],
+                    help="render this section alone into the existing page (its own run): the "
+                         "memory table, or the KV-cache policies with the follow-up from the disk")
+    ap.add_argument("--stages", default="memory", help="the STAGES of that run, for its note")
     args = ap.parse_args()
     meta = load_json(os.path.join(args.work, "meta.json"))
     if args.section == "memory":
-        splice_section(args.out, render_memory(args.work, meta), meta)
+        splice_section(args.out, render_memory(args.work, meta), meta, args.stages)
+        return
+    if args.section == "kv":
+        splice_section(args.out, render_kv(args.work, meta) + render_cold(args.work, meta), meta,
+                       args.stages)
         return
     speed = collect_speed(args.work)
     any_speed = next(iter(speed.values()))["meta"] if speed else {}
