@@ -190,7 +190,8 @@ policies=()
 if grep -q -- "--kv-budget" <<<"$help"; then
   if [ "$KV_POLICIES" = all ]; then
     # The --kv-policy help line lists them: "cache policy: full, streaming, h2o, ...".
-    listed=$(grep -- "--kv-policy" <<<"$help" | sed -n 's/.*polic[a-z]*: *//p' | tr -d ' ')
+    # (A remark in parentheses, "recall-oracle (a diagnostic, not for use)", is not a name.)
+    listed=$(grep -- "--kv-policy" <<<"$help" | sed -n 's/.*polic[a-z]*: *//p' | sed 's/([^)]*)//g' | tr -d ' ')
     IFS=, read -r -a policies <<<"${listed:-qevict}"
   else
     IFS=, read -r -a policies <<<"$KV_POLICIES"
