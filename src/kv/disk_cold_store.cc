@@ -138,7 +138,7 @@ int32_t DiskColdStore::Write(const void* block) {
   const int64_t before = g_process_live.fetch_add(slot_bytes_);
   if (process_limit >= 0 && before + slot_bytes_ > process_limit) {
     g_process_live -= slot_bytes_;
-    first_free_word_ = std::min(first_free_word_, static_cast<size_t>(slot >> 6));
+    SetLive(slot, false);  // (never live: the search may find it again)
     throw ColdStoreError(ColdStoreError::Kind::kNoRoom,
                          "cold store " + path_ + " (unlinked): the cold files of this process " +
                              "together would pass --kv-cold-disk-total " + Size(process_limit) +
@@ -151,11 +151,13 @@ int32_t DiskColdStore::Write(const void* block) {
   staged.resize(static_cast<size_t>(slot_bytes_));
   std::memcpy(staged.data(), block, static_cast<size_t>(block_bytes_));
   const uint32_t crc = SlotChecksum(slot, staged.data(), block_bytes_);
-  for (int b = 0; b < kChecksumBytes; ++b) staged[block_bytes_ + b] = static_cast<uint8_t>(crc >> (8 * b));
+  for (int b = 0; b < kChecksumBytes; ++b) {
+    staged[block_bytes_ + b] = static_cast<uint8_t>(crc >> (8 * b));
+  }
   try {
     WriteAll(slot, staged.data());
   } catch (...) {
-    first_free_word_ = std::min(first_free_word_, static_cast<size_t>(slot >> 6));
+    SetLive(slot, false);
     g_process_live -= slot_bytes_;
     throw;
   }
