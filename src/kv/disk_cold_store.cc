@@ -47,6 +47,8 @@ uint32_t LoadLe32(const uint8_t* p) {
          static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
 }
 
+constexpr size_t kMaxRunSlots = 64;  // slots one pread reads at most (ReadBlocks)
+
 std::atomic<int64_t> g_process_live{0};    // bytes every store of the process holds on disk
 std::atomic<int64_t> g_process_limit{-1};  // serve --kv-cold-disk-total
 
@@ -177,7 +179,7 @@ void DiskColdStore::WriteAll(int32_t slot, const uint8_t* p) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = n < 0 ? errno : ENOSPC;  // a write that makes no progress: the disk is full
-      // Give back what a partial write took (the slot is returned to the free list).
+      // Give back what a partial write took (the caller leaves the slot free).
       ReleaseSpace(base, slot_bytes_);
       // EFBIG: past the process's file size limit (ulimit -f), as good as a full disk.
       const bool no_room = err == ENOSPC || err == EDQUOT || err == EFBIG;
@@ -203,8 +205,10 @@ void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, void* dst) const 
   }
   size_t i = 0;
   while (i < slots.size()) {
-    size_t j = i + 1;  // a run of consecutive slots is contiguous in the file and in dst
-    while (j < slots.size() && slots[j] == slots[j - 1] + 1) ++j;
+    // A run of consecutive slots is contiguous in the file and in dst; one call reads at most
+    // kMaxRunSlots of them, so ReadRun's staging buffer stays small (64 SmolLM2 slots: 384 KiB).
+    size_t j = i + 1;
+    while (j < slots.size() && j - i < kMaxRunSlots && slots[j] == slots[j - 1] + 1) ++j;
     ReadRun(slots.data() + i, static_cast<int>(j - i), out + i * block_bytes_);
     i = j;
   }

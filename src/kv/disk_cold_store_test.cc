@@ -110,6 +110,21 @@ TEST(DiskColdStore, BatchReadReturnsEveryBlockInTheOrderAsked) {
   EXPECT_EQ(store.bytes_read(), 5 * kSlot);
 }
 
+// A run longer than one read takes (64 slots) comes back whole, in order.
+TEST(DiskColdStore, ALongRunIsReadInPiecesAndComesBackWhole) {
+  DiskColdStore store("", kBlock);
+  std::vector<int32_t> slots;
+  for (int i = 0; i < 150; ++i) slots.push_back(store.Write(Pattern(100 + i).data()));
+  std::vector<uint8_t> dst(slots.size() * kBlock);
+  store.ReadBlocks(slots, dst.data());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    EXPECT_EQ(0, std::memcmp(dst.data() + i * kBlock, Pattern(100 + static_cast<int>(i)).data(),
+                             kBlock))
+        << i;
+  }
+  EXPECT_EQ(store.bytes_read(), 150 * kSlot);
+}
+
 // Freed slots are taken lowest first, from a liveness bit per slot: what RAM holds per slot.
 TEST(DiskColdStore, FreedSlotsAreReusedLowestFirstAndRamIsABitPerSlot) {
   DiskColdStore store("", kBlock);
