@@ -69,7 +69,8 @@ def main():
             if command and command.group(1) in NOT_RUN:
                 print("not run (%s): %s" % (NOT_RUN[command.group(1)], line[:100]))
                 continue
-            shell = line.replace("build/qevict", binary).replace("/tmp/", scratch + "/")
+            # /tmp/ first: the binary under test may itself live under /tmp (a clone there).
+            shell = line.replace("/tmp/", scratch + "/").replace("build/qevict", binary)
             out = subprocess.run(["bash", "-c", shell], cwd=ROOT, capture_output=True,
                                  text=True, timeout=300)
             ran += 1
