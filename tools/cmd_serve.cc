@@ -96,7 +96,8 @@ std::function<int()> RegisterServe(CLI::App& app) {
   cmd->add_option("--kv-cold-disk-total", o.kv_cold_disk_total,
                   "bytes the cold files of every conversation (qevict-recall's cold tier) may "
                   "hold on disk together (e.g. 4g; 0: no limit but each one's "
-                  "--kv-cold-disk-limit); a write past it ends that conversation with 507")
+                  "--kv-cold-disk-limit); a write past it closes idle kept conversations "
+                  "first, then ends the writing conversation with 507")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str()
       ->group("KV cache");

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "kv/crc32c.h"
 #include "util/error.h"
@@ -51,11 +52,39 @@ constexpr size_t kMaxRunSlots = 64;  // slots one pread reads at most (ReadBlock
 
 std::atomic<int64_t> g_process_live{0};    // bytes every store of the process holds on disk
 std::atomic<int64_t> g_process_limit{-1};  // serve --kv-cold-disk-total
+// serve: drops idle kept conversations. Called and replaced under its mutex, so clearing it
+// waits for a call in progress (a request still writing while the server stops).
+std::mutex g_room_maker_mutex;
+DiskColdStore::RoomMaker g_room_maker;
+
+// The bytes the room maker freed (0 without one).
+int64_t MakeProcessRoom(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(g_room_maker_mutex);
+  return g_room_maker ? g_room_maker(bytes) : 0;
+}
+
+bool HasRoomMaker() {
+  std::lock_guard<std::mutex> lock(g_room_maker_mutex);
+  return static_cast<bool>(g_room_maker);
+}
+
+// Reserves `bytes` of the process's cap (-1: none) in g_process_live; false, with nothing
+// reserved, when they would pass it. `before` is what the process held just before.
+bool ReserveProcessBytes(int64_t bytes, int64_t limit, int64_t* before) {
+  *before = g_process_live.fetch_add(bytes);
+  if (limit < 0 || *before + bytes <= limit) return true;
+  g_process_live -= bytes;
+  return false;
+}
 
 }  // namespace
 
 int64_t DiskColdStore::ProcessLiveBytes() { return g_process_live.load(); }
 void DiskColdStore::SetProcessDiskLimit(int64_t bytes) { g_process_limit.store(bytes); }
+void DiskColdStore::SetProcessRoomMaker(RoomMaker make_room) {
+  std::lock_guard<std::mutex> lock(g_room_maker_mutex);
+  g_room_maker = std::move(make_room);
+}
 int64_t DiskColdStore::ProcessDiskLimit() { return g_process_limit.load(); }
 
 DiskColdStore::DiskColdStore(const std::string& dir, int64_t block_bytes, int64_t disk_limit_bytes)
@@ -136,17 +165,21 @@ int32_t DiskColdStore::Write(const void* block) {
   }
   const int32_t slot = TakeSlot();  // not live until the write succeeds
   // The process's cap: reserve the slot's bytes, given back if the write fails.
+  // Where it would pass the cap, the room maker (if any) frees idle stores first, once.
   const int64_t process_limit = g_process_limit.load();
-  const int64_t before = g_process_live.fetch_add(slot_bytes_);
-  if (process_limit >= 0 && before + slot_bytes_ > process_limit) {
-    g_process_live -= slot_bytes_;
+  int64_t before = 0;
+  if (!ReserveProcessBytes(slot_bytes_, process_limit, &before) &&
+      !(MakeProcessRoom(before + slot_bytes_ - process_limit) > 0 &&
+        ReserveProcessBytes(slot_bytes_, process_limit, &before))) {
     SetLive(slot, false);  // (never live: the search may find it again)
     throw ColdStoreError(ColdStoreError::Kind::kNoRoom,
                          "cold store " + path_ + " (unlinked): the cold files of this process " +
                              "together would pass --kv-cold-disk-total " + Size(process_limit) +
                              " (" + Size(before) + " on disk now, " + Size(live_bytes()) +
-                             " of them this one's); raise --kv-cold-disk-total, keep fewer " +
-                             "conversations (--max-sessions) or more of each in RAM");
+                             " of them this one's" +
+                             (HasRoomMaker() ? ", idle kept conversations closed first" : "") +
+                             "); raise --kv-cold-disk-total, keep more of each conversation " +
+                             "in RAM or run fewer at once (--slots)");
   }
   // The block and its checksum after it, in one write.
   thread_local std::vector<uint8_t> staged;

@@ -104,6 +104,13 @@ class DiskColdStore {
   static int64_t ProcessLiveBytes();
   static void SetProcessDiskLimit(int64_t bytes);
   static int64_t ProcessDiskLimit();
+  // What a Write that would pass the process's cap calls first, with the bytes it lacks: the
+  // holder of idle stores (`serve`'s kept conversations) closes some of them, least recently used
+  // first, and returns the bytes their files held; the write then tries the cap once more. Called
+  // on the writing thread, with the writer's own store busy: it must not touch that store. Set
+  // before any store writes and cleared before its holder goes (nullptr: none, the default).
+  using RoomMaker = std::function<int64_t(int64_t bytes)>;
+  static void SetProcessRoomMaker(RoomMaker make_room);
   // Bytes of the file the OS page cache holds now (mincore over a read-only mapping that is never
   // touched, so the query itself faults nothing in): memory the kernel may give back at any time,
   // charged to no process's RSS, reported beside the resident bytes. -1 where it cannot tell.

@@ -239,6 +239,51 @@ TEST(DiskColdStore, TheProcessCapCountsEveryStoreTogether) {
   EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base);
 }
 
+// A write that would pass the process's cap asks the room maker first (serve: idle kept
+// conversations closed, least recently used first) with the bytes it lacks, and succeeds when
+// that freed them; when the maker frees nothing the write is the kNoRoom error, saying idle
+// conversations were closed first, with nothing written.
+TEST(DiskColdStore, APassedProcessCapClosesIdleStoresFirst) {
+  struct Restore {
+    ~Restore() {
+      DiskColdStore::SetProcessDiskLimit(-1);
+      DiskColdStore::SetProcessRoomMaker(nullptr);
+    }
+  } restore;
+  const int64_t base = DiskColdStore::ProcessLiveBytes();
+  DiskColdStore::SetProcessDiskLimit(base + 3 * kSlot);
+  auto idle = std::make_unique<DiskColdStore>("", kBlock);
+  idle->Write(Pattern(1).data());
+  idle->Write(Pattern(2).data());
+  std::vector<int64_t> asked;
+  DiskColdStore::SetProcessRoomMaker([&](int64_t bytes) -> int64_t {
+    asked.push_back(bytes);
+    if (idle == nullptr) return 0;
+    const int64_t freed = idle->live_bytes();
+    idle.reset();
+    return freed;
+  });
+  DiskColdStore busy("", kBlock);
+  busy.Write(Pattern(3).data());
+  EXPECT_TRUE(asked.empty());  // within the cap: not asked
+  const int32_t second = busy.Write(Pattern(4).data());
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], kSlot);  // one slot lacked
+  EXPECT_EQ(idle, nullptr);
+  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 2 * kSlot);
+  std::vector<uint8_t> got(kBlock);
+  busy.Read(second, got.data());
+  EXPECT_EQ(got, Pattern(4));
+  busy.Write(Pattern(5).data());
+  ColdStoreError::Kind kind{};
+  const std::string full = ErrorOf([&] { busy.Write(Pattern(6).data()); }, &kind);
+  EXPECT_EQ(kind, ColdStoreError::Kind::kNoRoom);
+  EXPECT_EQ(asked.size(), 2u);
+  EXPECT_NE(full.find("idle kept conversations closed first"), std::string::npos) << full;
+  EXPECT_EQ(busy.live_slots(), 3);
+  EXPECT_EQ(DiskColdStore::ProcessLiveBytes(), base + 3 * kSlot);
+}
+
 TEST(DiskColdStore, MissingOrUnwritableDirectoryIsAnErrorNamingIt) {
   const std::string missing = ErrorOf([] { DiskColdStore("/nonexistent/qevict-dir", kBlock); });
   EXPECT_NE(missing.find("/nonexistent/qevict-dir"), std::string::npos) << missing;

@@ -110,12 +110,14 @@ void GenerationRun::Finish() {
                     store_->enabled();
   // The cache's memory goes (or only the scratch, for a kept conversation) on the thread that
   // allocated it, before the reservation does.
-  int64_t kept_bytes = 0;
+  int64_t kept_bytes = 0, kept_cold_bytes = 0;
   if (conversation_ != nullptr) {
     lease_.Run([&] {
       if (keep) {
         conversation_->session().Trim();
-        kept_bytes = conversation_->session().cache().Stats().reserved_bytes;
+        const KvStats stats = conversation_->session().cache().Stats();
+        kept_bytes = stats.reserved_bytes;
+        kept_cold_bytes = stats.cold_bytes;
       } else {
         conversation_.reset();
       }
@@ -124,7 +126,8 @@ void GenerationRun::Finish() {
   metrics_.SlotFinished(lease_.slot(), generated_, decode_seconds_, final_stats_);
   if (keep) {
     lease_.ReleaseWith([&] {
-      store_->Keep(job_.session_id, job_.kv_key, std::move(conversation_), kept_bytes);
+      store_->Keep(job_.session_id, job_.kv_key, std::move(conversation_), kept_bytes,
+                   kept_cold_bytes);
     });
   }
   lease_ = SlotLease();

@@ -187,11 +187,13 @@ std::string ServerMetrics::RenderPrometheus(const SchedulerSnapshot& sched,
            sessions.reused_tokens);
   w.Header("qevict_sessions_dropped_total", "counter",
            "Kept conversations dropped, by reason (lru: over --max-sessions; ttl: idle longer "
-           "than --session-ttl; memory: room for a request under --kv-memory-limit; diverged: a "
+           "than --session-ttl; memory: room for a request under --kv-memory-limit; cold_disk: room "
+           "for a running request's cold tier under --kv-cold-disk-total; diverged: a "
            "named conversation whose next prompt did not extend it, or that was replaced).");
   w.Sample("qevict_sessions_dropped_total", sessions.dropped_lru, "reason=\"lru\"");
   w.Sample("qevict_sessions_dropped_total", sessions.dropped_ttl, "reason=\"ttl\"");
   w.Sample("qevict_sessions_dropped_total", sessions.dropped_memory, "reason=\"memory\"");
+  w.Sample("qevict_sessions_dropped_total", sessions.dropped_cold_disk, "reason=\"cold_disk\"");
   w.Sample("qevict_sessions_dropped_total", sessions.dropped_diverged, "reason=\"diverged\"");
   w.Metric("qevict_kv_promotions_total", "counter", "Windows promoted back to fp16.", promotions);
   w.Metric("qevict_kv_demotions_total", "counter", "Windows demoted to the quantized tier.",

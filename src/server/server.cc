@@ -124,9 +124,13 @@ Server::Server(const ServerOptions& options) {
                                                                     : -1);
   ReturnLargeBuffersToTheOs();
   state_ = std::make_unique<State>(options);
+  // A running request's cold write that would pass --kv-cold-disk-total closes idle kept
+  // conversations first (least recently used), as --kv-memory-limit does for RAM.
+  DiskColdStore::SetProcessRoomMaker(
+      [sessions = &state_->sessions](int64_t bytes) { return sessions->ReleaseColdBytes(bytes); });
 }
 
-Server::~Server() = default;
+Server::~Server() { DiskColdStore::SetProcessRoomMaker(nullptr); }
 
 void Server::Run() {
   State& s = *state_;

@@ -73,7 +73,8 @@ void SessionStore::Unpin(uint64_t id) {
 }
 
 void SessionStore::Keep(const std::string& name, const std::string& kv_key,
-                        std::unique_ptr<Conversation> conversation, int64_t bytes) {
+                        std::unique_ptr<Conversation> conversation, int64_t bytes,
+                        int64_t cold_bytes) {
   if (!enabled() || conversation == nullptr || conversation->tokens().empty()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const auto now = Clock::now();
@@ -92,6 +93,7 @@ void SessionStore::Keep(const std::string& name, const std::string& kv_key,
   e.kv_key = kv_key;
   e.conversation = std::move(conversation);
   e.bytes = bytes;
+  e.cold_bytes = cold_bytes;
   e.last_used = now;
   bytes_ += bytes;
   entries_.push_back(std::move(e));
@@ -120,6 +122,20 @@ int64_t SessionStore::Release(int64_t bytes) {
     if (!it->pinned) {
       freed += it->bytes;
       DropLocked(it, counters_.dropped_memory);
+    }
+    it = next;
+  }
+  return freed;
+}
+
+int64_t SessionStore::ReleaseColdBytes(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t freed = 0;
+  for (auto it = entries_.begin(); it != entries_.end() && freed < bytes;) {
+    auto next = std::next(it);
+    if (!it->pinned && it->cold_bytes > 0) {
+      freed += it->cold_bytes;
+      DropLocked(it, counters_.dropped_cold_disk);
     }
     it = next;
   }

@@ -38,6 +38,7 @@ struct SessionStoreSnapshot {
   int64_t bytes = 0;     // their reserved bytes
   int64_t hits = 0, misses = 0, reused_tokens = 0;
   int64_t dropped_lru = 0, dropped_ttl = 0, dropped_memory = 0, dropped_diverged = 0;
+  int64_t dropped_cold_disk = 0;  // closed to make room under --kv-cold-disk-total
 };
 
 class SessionStore : public HeldMemory {
@@ -66,14 +67,21 @@ class SessionStore : public HeldMemory {
   // recently used idle ones beyond max_sessions. Called under the scheduler's lock, so the
   // caller does the slow parts first: it frees the conversation's scratch (Session::Trim) and
   // passes what the cache then holds from the OS (KvStats::reserved_bytes), for which Stats()
-  // walks every window.
+  // walks every window, and what its cold tier holds on disk (KvStats::cold_bytes).
   void Keep(const std::string& name, const std::string& kv_key,
-            std::unique_ptr<Conversation> conversation, int64_t reserved_bytes);
+            std::unique_ptr<Conversation> conversation, int64_t reserved_bytes,
+            int64_t cold_bytes = 0);
 
   // HeldMemory (called by the scheduler under its lock): kept bytes, and dropping idle
   // conversations, least recently used first, until `bytes` are freed.
   int64_t held_bytes() const override;
   int64_t Release(int64_t bytes) override;
+
+  // The server's cold files together would pass --kv-cold-disk-total
+  // (DiskColdStore::SetProcessRoomMaker): drops idle conversations that hold cold bytes, least
+  // recently used first, until `bytes` of them are freed (their files close with them). Returns
+  // the cold bytes freed. Called on a running request's thread; pinned ones stay.
+  int64_t ReleaseColdBytes(int64_t bytes);
 
   SessionStoreSnapshot Snapshot() const;
 
@@ -92,6 +100,7 @@ class SessionStore : public HeldMemory {
     std::string kv_key;
     std::unique_ptr<Conversation> conversation;
     int64_t bytes = 0;
+    int64_t cold_bytes = 0;  // its cold file on disk (outside bytes)
     Clock::time_point last_used;
     bool pinned = false;
   };

@@ -1368,18 +1368,19 @@ def check_clean_shutdown(srv):
 # the ones that start servers with other flags.
 def test_cold_disk_total_caps_every_conversation_together(args):
     """--kv-cold-disk-total caps the cold files of every conversation together (kept ones
-    included): a conversation whose cold tier would pass it gets 507 cold_store_full naming the
-    flag, and is dropped with its file; once a kept conversation is dropped for being idle past
-    --session-ttl, its disk space counts no more and the same request succeeds."""
+    included). A running conversation whose cold tier would pass it closes idle kept ones first,
+    least recently used first, as --kv-memory-limit does for RAM (dropped with reason
+    "cold_disk", their files closed); one that passes it even so gets 507 cold_store_full naming
+    the flag, and is dropped with its file."""
     cold = tempfile.mkdtemp(prefix="qevict-cold-total-")
     limit = 8 * 2**20
     srv = ServerProcess(args.binary, args.model, "--slots", "1", "-t", "2", "--max-sessions", "4",
-                        "--session-ttl", "3", "--kv-cold-dir", cold,
-                        "--kv-cold-disk-total", str(limit))
+                        "--kv-cold-dir", cold, "--kv-cold-disk-total", str(limit))
     kv = {"policy": "qevict-recall", "budget": 0.2}
+    dropped = 'qevict_sessions_dropped_total{reason="cold_disk"}'
 
-    def ask(sid, offset):
-        messages = [{"role": "user", "content": parcel_document(offset=offset, chars=600) +
+    def ask(sid, offset, chars=600):
+        messages = [{"role": "user", "content": parcel_document(offset=offset, chars=chars) +
                      "\n\n" + QUESTIONS[0]}]
         return srv.post("/v1/chat/completions", {"messages": messages, "max_tokens": 8,
                                                  "temperature": 0, "kv": kv, "session_id": sid})
@@ -1392,21 +1393,30 @@ def test_cold_disk_total_caps_every_conversation_together(args):
         m = srv.metrics()
         assert m["qevict_kv_cold_disk_total_bytes"] == limit, m
         assert m["qevict_kv_cold_disk_bytes"] == first["kv"]["cold_bytes"], m  # kept, not running
-        result = ask("second", 3)
-        expect_error(result, 507, code="cold_store_full", contains="--kv-cold-disk-total")
-        assert "8.0 MiB" in result[1]["error"]["message"], result[1]
-        assert open_cold_files(srv.proc.pid, cold) == 1  # the second's file closed, the first kept
-        assert srv.get("/v1/sessions/first/cache")[0] == 200
-        time.sleep(4)  # the first is idle past --session-ttl: dropped, its file with it
+        assert m[dropped] == 0, m
+        # The second needs the first's room: the idle first is closed, the second answers.
         status, second = ask("second", 3)
         assert status == 200, second
         assert srv.get("/v1/sessions/first/cache")[0] == 404
+        assert srv.get("/v1/sessions/second/cache")[0] == 200
         assert open_cold_files(srv.proc.pid, cold) == 1
-        assert srv.metrics()["qevict_kv_cold_disk_bytes"] == second["kv"]["cold_bytes"]
+        m = srv.metrics()
+        assert m[dropped] == 1, m
+        assert m["qevict_kv_cold_disk_bytes"] == second["kv"]["cold_bytes"], m
+        # A conversation whose own cold tier passes the limit: the idle second is closed for it
+        # and it still fails, with the flag named; nothing is left open.
+        result = ask("third", 6, chars=2400)
+        expect_error(result, 507, code="cold_store_full", contains="--kv-cold-disk-total")
+        message = result[1]["error"]["message"]
+        assert "8.0 MiB" in message and "idle kept conversations closed first" in message, message
+        assert srv.get("/v1/sessions/second/cache")[0] == 404
+        assert open_cold_files(srv.proc.pid, cold) == 0
+        m = srv.metrics()
+        assert m[dropped] == 2, m
+        assert m["qevict_kv_cold_disk_bytes"] == 0, m
     finally:
         rc = srv.stop()
     check_stopped_leaving_no_cold_file(srv, rc, cold)
-
 
 GROUPS = {
     # The API as clients see it: requests, streaming, errors, disconnects, llama.cpp and OpenAI
