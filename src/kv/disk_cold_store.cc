@@ -35,12 +35,15 @@ std::string Size(int64_t bytes) {
   return text;
 }
 
-// The checksum of a slot's block: CRC-32C of the slot number (4 bytes, little-endian) and then
-// the block, so a block found at another slot's place does not pass for it.
-uint32_t SlotChecksum(int32_t slot, const uint8_t* block, int64_t block_bytes) {
-  const uint8_t number[4] = {static_cast<uint8_t>(slot), static_cast<uint8_t>(slot >> 8),
-                             static_cast<uint8_t>(slot >> 16), static_cast<uint8_t>(slot >> 24)};
-  return Crc32c(block, static_cast<size_t>(block_bytes), Crc32c(number, sizeof number));
+// The checksum of a slot's block: CRC-32C of the slot number (4 bytes, little-endian), the
+// block's tag (8 bytes, little-endian: what the writer said the block is) and then the block, so
+// a block found at another slot's place, or an earlier block of the slot where a write was lost,
+// does not pass for the one asked for.
+uint32_t SlotChecksum(int32_t slot, uint64_t tag, const uint8_t* block, int64_t block_bytes) {
+  uint8_t header[12];
+  for (int b = 0; b < 4; ++b) header[b] = static_cast<uint8_t>(static_cast<uint32_t>(slot) >> (8 * b));
+  for (int b = 0; b < 8; ++b) header[4 + b] = static_cast<uint8_t>(tag >> (8 * b));
+  return Crc32c(block, static_cast<size_t>(block_bytes), Crc32c(header, sizeof header));
 }
 
 uint32_t LoadLe32(const uint8_t* p) {
@@ -154,7 +157,7 @@ int32_t DiskColdStore::TakeSlot() {
   return slot;
 }
 
-int32_t DiskColdStore::Write(const void* block) {
+int32_t DiskColdStore::Write(const void* block, uint64_t tag) {
   if (disk_limit_bytes_ >= 0 && live_bytes() + slot_bytes_ > disk_limit_bytes_) {
     throw ColdStoreError(ColdStoreError::Kind::kNoRoom,
                          "cold store " + path_ + " (unlinked): the disk limit of " +
@@ -185,7 +188,7 @@ int32_t DiskColdStore::Write(const void* block) {
   thread_local std::vector<uint8_t> staged;
   staged.resize(static_cast<size_t>(slot_bytes_));
   std::memcpy(staged.data(), block, static_cast<size_t>(block_bytes_));
-  const uint32_t crc = SlotChecksum(slot, staged.data(), block_bytes_);
+  const uint32_t crc = SlotChecksum(slot, tag, staged.data(), block_bytes_);
   for (int b = 0; b < kChecksumBytes; ++b) {
     staged[block_bytes_ + b] = static_cast<uint8_t>(crc >> (8 * b));
   }
@@ -229,10 +232,14 @@ void DiskColdStore::WriteAll(int32_t slot, const uint8_t* p) {
   }
 }
 
-void DiskColdStore::Read(int32_t slot, void* dst) const { ReadBlocks({&slot, 1}, dst); }
+void DiskColdStore::Read(int32_t slot, uint64_t tag, void* dst) const {
+  ReadBlocks({&slot, 1}, {&tag, 1}, dst);
+}
 
-void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, void* dst) const {
+void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, std::span<const uint64_t> tags,
+                               void* dst) const {
   auto* out = static_cast<uint8_t*>(dst);
+  QEVICT_CHECK(tags.size() == slots.size());
   for (int32_t slot : slots) {
     QEVICT_CHECK(IsLive(slot));
   }
@@ -242,7 +249,7 @@ void DiskColdStore::ReadBlocks(std::span<const int32_t> slots, void* dst) const 
     // kMaxRunSlots of them, so ReadRun's staging buffer stays small (64 SmolLM2 slots: 384 KiB).
     size_t j = i + 1;
     while (j < slots.size() && j - i < kMaxRunSlots && slots[j] == slots[j - 1] + 1) ++j;
-    ReadRun(slots.data() + i, static_cast<int>(j - i), out + i * block_bytes_);
+    ReadRun(slots.data() + i, tags.data() + i, static_cast<int>(j - i), out + i * block_bytes_);
     i = j;
   }
 }
@@ -271,7 +278,8 @@ void DiskColdStore::DropPageCache() const {
   posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
 }
 
-void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) const {
+void DiskColdStore::ReadRun(const int32_t* slots, const uint64_t* tags, int n,
+                            uint8_t* dst) const {
   // The run's slots (blocks with their checksums) into a buffer, then each block, verified,
   // into its place in dst.
   thread_local std::vector<uint8_t> staged;
@@ -302,20 +310,21 @@ void DiskColdStore::ReadRun(const int32_t* slots, int n, uint8_t* dst) const {
   bytes_read_ += total;
   for (int b = 0; b < n; ++b) {
     const uint8_t* stored = staged.data() + b * slot_bytes_;
-    Verify(slots[b], stored);
+    Verify(slots[b], tags[b], stored);
     std::memcpy(dst + b * block_bytes_, stored, static_cast<size_t>(block_bytes_));
   }
 }
 
-void DiskColdStore::Verify(int32_t slot, const uint8_t* stored) const {
-  const uint32_t crc = SlotChecksum(slot, stored, block_bytes_);
+void DiskColdStore::Verify(int32_t slot, uint64_t tag, const uint8_t* stored) const {
+  const uint32_t crc = SlotChecksum(slot, tag, stored, block_bytes_);
   const uint32_t written = LoadLe32(stored + block_bytes_);
   if (crc != written) {
     char detail[64];
     std::snprintf(detail, sizeof detail, "CRC-32C %08x, written as %08x", crc, written);
     throw ColdStoreError(ColdStoreError::Kind::kDamaged,
                          "checksum mismatch reading " + Where(slot) + ": " + detail +
-                             " (the file was changed on disk: the window is lost; start " +
+                             " (the file was changed on disk, or a write to it was lost: the " +
+                             "window is lost; start " +
                              "again, and check the disk holding " + dir_ + ")");
   }
 }

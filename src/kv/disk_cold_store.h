@@ -4,10 +4,12 @@
 // in all) in a file created in a directory of the user's choice and unlinked at once, so nothing is
 // left on disk even when the process is killed. Blocks are written with pwrite and read with pread
 // (never mapped: the page cache may keep them, but the process's resident set does not grow
-// with the cold tier). Each block is followed on disk by its CRC-32C (of the slot number and the
-// block), verified on every read: a block that changed on disk, or that sits at another slot's
-// place, is an error naming its slot, never wrong attention. RAM keeps a bit per slot (live or
-// free) and nothing else per block.
+// with the cold tier). Each block is followed on disk by its CRC-32C (of the slot number, the
+// block's tag and the block), verified on every read against the tag the reader expects: a block
+// that changed on disk, that sits at another slot's place, or that an acknowledged write failed
+// to replace (the slot's earlier block) is an error naming its slot, never wrong attention. The
+// tag is the caller's name for the block (the cache: its layer and window, ColdBlockTag), so RAM
+// keeps a bit per slot (live or free) and nothing else per block.
 //
 // Freed slots are reused (the lowest free one first), and their disk space is given back (hole punched) where the file
 // system can, so live_bytes() is what the cold tier occupies on disk. An optional disk limit
@@ -45,6 +47,13 @@ class ColdStoreError : public Error {
   Kind kind_;
 };
 
+// The tag the cache gives a window's block: its layer and window number, so that a read names
+// the window it expects (DiskColdStore::Write).
+constexpr uint64_t ColdBlockTag(int layer, int64_t window) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(layer)) << 32) |
+         static_cast<uint32_t>(window);
+}
+
 class DiskColdStore {
  public:
   // A store of blocks of block_bytes each in a new unlinked file in dir ("" means $TMPDIR, else
@@ -56,19 +65,21 @@ class DiskColdStore {
   DiskColdStore(const DiskColdStore&) = delete;
   DiskColdStore& operator=(const DiskColdStore&) = delete;
 
-  // Writes one block (block_bytes bytes) to a free slot and returns the slot. Throws
+  // Writes one block (block_bytes bytes) to a free slot and returns the slot; `tag` is what a
+  // read of it must name (checked through the checksum, not stored apart). Throws
   // qevict::Error, with nothing allocated, when the disk limit would be passed or the write
   // fails (ENOSPC, EDQUOT, EIO...).
-  int32_t Write(const void* block);
-  // Reads one block into dst (block_bytes bytes), checksum verified.
+  int32_t Write(const void* block, uint64_t tag);
+  // Reads one block into dst (block_bytes bytes), checksum verified against `tag`.
   // Reads are safe from several threads at once (pread; the counter is atomic), not beside a
   // Write, Free or Reset.
-  void Read(int32_t slot, void* dst) const;
+  void Read(int32_t slot, uint64_t tag, void* dst) const;
   // Reads slots.size() blocks into dst, block i at dst + i * block_bytes: one layer's recalls
-  // at once. Runs of consecutive slots are read with one call. Every block's checksum is
-  // verified; a short read (the file was truncated) or a mismatch throws qevict::Error naming
-  // the slot.
-  void ReadBlocks(std::span<const int32_t> slots, void* dst) const;
+  // at once; tags[i] is block i's tag. Runs of consecutive slots are read with one call. Every
+  // block's checksum is verified; a short read (the file was truncated) or a mismatch (a changed
+  // block, another slot's, or another tag's) throws qevict::Error naming the slot.
+  void ReadBlocks(std::span<const int32_t> slots, std::span<const uint64_t> tags,
+                  void* dst) const;
   // Asks the kernel to start reading these slots into the page cache now, without waiting
   // (posix_fadvise WILLNEED, a call per run of consecutive slots): the next layer's reads
   // issued while this layer computes, so that its ReadBlocks finds them in memory. Nothing is
@@ -129,8 +140,8 @@ class DiskColdStore {
 
  private:
   void WriteAll(int32_t slot, const uint8_t* stored);  // slot_bytes_ bytes: block, checksum
-  void ReadRun(const int32_t* slots, int n, uint8_t* dst) const;
-  void Verify(int32_t slot, const uint8_t* stored) const;
+  void ReadRun(const int32_t* slots, const uint64_t* tags, int n, uint8_t* dst) const;
+  void Verify(int32_t slot, uint64_t tag, const uint8_t* stored) const;
   bool IsLive(int32_t slot) const;
   void SetLive(int32_t slot, bool live);
   int32_t TakeSlot();  // the lowest free slot, or a new one; live once its write succeeds

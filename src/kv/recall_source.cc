@@ -192,6 +192,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   auto scan_chunk = [&, sums_out, max_out](int64_t chunk) {
     thread_local std::vector<uint8_t> blocks;
     thread_local std::vector<int32_t> slots;
+    thread_local std::vector<uint64_t> tags;
     thread_local std::vector<uint16_t> keys;      // [kv head][chunk token][head_dim] fp16
     thread_local std::vector<float> cand;         // [s][h][chunk token]
     thread_local std::vector<int32_t> first_pos;  // [chunk window] its first position
@@ -199,9 +200,14 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     const int64_t n_ct = nc * window;
     keys.resize(static_cast<size_t>(n_kv) * n_ct * hd);
     slots.resize(nc);
-    for (int64_t c = 0; c < nc; ++c) slots[c] = l.cold[cands[c0 + c].second].slot;
+    tags.resize(nc);
+    for (int64_t c = 0; c < nc; ++c) {
+      const ColdRecord& record = l.cold[cands[c0 + c].second];
+      slots[c] = record.slot;
+      tags[c] = ColdBlockTag(layer, record.index);
+    }
     blocks.resize(static_cast<size_t>(nc * block_bytes));
-    disk_->ReadBlocks(slots, blocks.data());
+    disk_->ReadBlocks(slots, tags, blocks.data());
     cand.assign(static_cast<size_t>(rows_sh * n_ct), -std::numeric_limits<float>::infinity());
     // Each KV head's keys of the chunk, gathered from the blocks ([kv head][token][head_dim]
     // first in a block), so that one fp16 kernel call scores a query group against all of them.

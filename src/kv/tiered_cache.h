@@ -227,7 +227,7 @@ class TieredCache : public KvCache, private ResidentReader {
   void Route(BatchKind trigger, ThreadPool& pool);
   void Apply(const Plan& plan, ThreadPool& pool);
   void CompactStore();
-  void Demote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
+  void Demote(int layer, WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
   // Cold tier: a band window leaves RAM for the disk store (its exact fp16 block written once,
   // its digest kept); a cold window comes back into fp16 (tiered_routing.cc).
   void ToCold(LayerWindows& l, WindowRecord& w, std::vector<uint8_t>& bytes);
@@ -237,9 +237,14 @@ class TieredCache : public KvCache, private ResidentReader {
   // disk store; `own`, the window's block, where the caller has it) unless it covers `index`.
   void EnsureGroupDigest(LayerWindows& l, int64_t index, const uint8_t* own);
   void RecallLayer(LayerWindows& l, std::span<const int32_t> indices, std::vector<uint8_t>& bytes);
+  // l's layer number (its place in the table), for the cold blocks' tags (ColdBlockTag).
+  int LayerOf(const LayerWindows& l) const {
+    return static_cast<int>(&l - table_.layers().data());
+  }
   void RecallForPrompt(int layer, int n, const int32_t* pos, const float* q, ThreadPool& pool);
   bool cold_tier() const { return store_.disk() != nullptr; }
-  void Promote(WindowRecord& w, std::vector<float>& scratch, std::vector<uint8_t>& bytes);
+  void Promote(int layer, WindowRecord& w, std::vector<float>& scratch,
+               std::vector<uint8_t>& bytes);
 
   KvConfig config_;
   KvGeometry geo_;

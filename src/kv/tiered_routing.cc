@@ -183,9 +183,9 @@ void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
           WindowRecord& w = table_.layer(static_cast<int>(l)).windows[j];
           if (targets[j] != wanted || w.tier == wanted) continue;
           if (wanted == Tier::kQuant) {
-            Demote(w, scratch, bytes);
+            Demote(static_cast<int>(l), w, scratch, bytes);
           } else {
-            Promote(w, scratch, bytes);
+            Promote(static_cast<int>(l), w, scratch, bytes);
           }
         }
       }
@@ -213,11 +213,11 @@ void TieredCache::ToCold(LayerWindows& l, WindowRecord& w, std::vector<uint8_t>&
   const uint8_t* fp;
   if (w.tier == Tier::kFp16) {
     fp = store_.SharedData(WindowStore::Kind::kFp16, w.block);
-    if (w.cold_slot < 0) w.cold_slot = store_.WriteDisk(fp);
+    if (w.cold_slot < 0) w.cold_slot = store_.WriteDisk(fp, ColdBlockTag(LayerOf(l), w.index));
   } else {
     QEVICT_CHECK(w.cold_slot >= 0);  // written when it was demoted
     bytes.resize(fp_block_bytes);
-    store_.ReadDisk(w.cold_slot, bytes.data());
+    store_.ReadDisk(w.cold_slot, ColdBlockTag(LayerOf(l), w.index), bytes.data());
     fp = bytes.data();
   }
   const DigestGeometry dg{geo_.n_kv_heads, geo_.head_dim, config_.window};
@@ -253,6 +253,7 @@ void TieredCache::EnsureGroupDigest(LayerWindows& l, int64_t index, const uint8_
   thread_local std::vector<uint8_t> read;
   thread_local std::vector<const uint16_t*> keys;
   thread_local std::vector<std::pair<int64_t, int32_t>> from_disk;  // (member, slot)
+  const int layer = LayerOf(l);
   keys.clear();
   from_disk.clear();
   uint64_t covered = 0;
@@ -280,7 +281,8 @@ void TieredCache::EnsureGroupDigest(LayerWindows& l, int64_t index, const uint8_
   }
   read.resize(static_cast<size_t>(fp_block_bytes) * from_disk.size());
   for (size_t d = 0; d < from_disk.size(); ++d) {
-    store_.ReadDisk(from_disk[d].second, read.data() + static_cast<int64_t>(d) * fp_block_bytes);
+    store_.ReadDisk(from_disk[d].second, ColdBlockTag(layer, group * G + from_disk[d].first),
+                    read.data() + static_cast<int64_t>(d) * fp_block_bytes);
     member[from_disk[d].first] = read.data() + static_cast<int64_t>(d) * fp_block_bytes;
   }
   for (int m = 0; m < G; ++m) {
@@ -366,10 +368,16 @@ void TieredCache::RecallLayer(LayerWindows& l, std::span<const int32_t> indices,
     return it;
   };
   thread_local std::vector<int32_t> slots;
+  thread_local std::vector<uint64_t> tags;
   slots.clear();
-  for (int32_t index : indices) slots.push_back(find(index)->slot);
+  tags.clear();
+  const int layer = LayerOf(l);
+  for (int32_t index : indices) {
+    slots.push_back(find(index)->slot);
+    tags.push_back(ColdBlockTag(layer, index));
+  }
   bytes.resize(static_cast<size_t>(fp_block_bytes) * slots.size());
-  store_.disk()->ReadBlocks(slots, bytes.data());
+  store_.disk()->ReadBlocks(slots, tags, bytes.data());
   // (Taking a record shifts the ones after it: each is found again by its index.)
   for (size_t i = 0; i < indices.size(); ++i) {
     const ColdRecord record =
@@ -408,7 +416,7 @@ void TieredCache::CompactStore() {
 
 // fp16 window -> quantized window (keys un-rotated to before RoPE). Exact recovery first copies
 // the fp16 block to the cold store (once: a window keeps its cold copy until evicted).
-void TieredCache::Demote(WindowRecord& w, std::vector<float>& scratch,
+void TieredCache::Demote(int layer, WindowRecord& w, std::vector<float>& scratch,
                          std::vector<uint8_t>& bytes) {
   const int n_kv = geo_.n_kv_heads, hd = geo_.head_dim;
   const int window = config_.window;
@@ -416,7 +424,7 @@ void TieredCache::Demote(WindowRecord& w, std::vector<float>& scratch,
   const uint8_t* fp = store_.SharedData(WindowStore::Kind::kFp16, w.block);
   uint8_t* cold = nullptr;
   if (cold_tier()) {
-    if (w.cold_slot < 0) w.cold_slot = store_.WriteDisk(fp);
+    if (w.cold_slot < 0) w.cold_slot = store_.WriteDisk(fp, ColdBlockTag(layer, w.index));
   } else if (store_.cold() != nullptr && w.cold_slot < 0) {
     w.cold_slot = store_.AllocateCold(&cold);
   }
@@ -442,7 +450,7 @@ void TieredCache::Demote(WindowRecord& w, std::vector<float>& scratch,
 
 // Quantized window -> fp16 window: the exact original from the cold store, or (paper fidelity)
 // the dequantized codes rotated to their positions.
-void TieredCache::Promote(WindowRecord& w, std::vector<float>& scratch,
+void TieredCache::Promote(int layer, WindowRecord& w, std::vector<float>& scratch,
                           std::vector<uint8_t>& bytes) {
   const int n_kv = geo_.n_kv_heads, hd = geo_.head_dim;
   const int window = config_.window;
@@ -450,7 +458,7 @@ void TieredCache::Promote(WindowRecord& w, std::vector<float>& scratch,
   const int64_t fp_block_bytes = ledger_.fp_block_bytes();
   bytes.resize(fp_block_bytes);
   if (w.cold_slot >= 0 && cold_tier()) {
-    store_.disk()->Read(w.cold_slot, bytes.data());
+    store_.disk()->Read(w.cold_slot, ColdBlockTag(layer, w.index), bytes.data());
   } else if (w.cold_slot >= 0) {
     std::memcpy(bytes.data(), store_.cold()->data(w.cold_slot), fp_block_bytes);
   } else {

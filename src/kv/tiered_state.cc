@@ -59,7 +59,7 @@ void TieredCache::SaveState(ByteWriter& out) const {
       out.Raw(store_.data(kind, w.block), store_.block_bytes(kind));
       out.Pod<uint8_t>(w.cold_slot >= 0 ? 1 : 0);
       if (w.cold_slot >= 0 && cold_tier()) {
-        store_.disk()->Read(w.cold_slot, block.data());
+        store_.disk()->Read(w.cold_slot, ColdBlockTag(li, w.index), block.data());
         out.Raw(block.data(), ledger_.fp_block_bytes());
       } else if (w.cold_slot >= 0) {
         out.Raw(store_.cold()->data(w.cold_slot), ledger_.fp_block_bytes());
@@ -70,7 +70,7 @@ void TieredCache::SaveState(ByteWriter& out) const {
     out.Pod<uint64_t>(l.cold.size());
     for (const ColdRecord& c : l.cold) {
       out.Pod<int32_t>(c.index);
-      store_.disk()->Read(c.slot, block.data());
+      store_.disk()->Read(c.slot, ColdBlockTag(li, c.index), block.data());
       out.Raw(block.data(), ledger_.fp_block_bytes());
     }
     observation_.SaveLayer(li, out);
@@ -157,7 +157,8 @@ void TieredCache::LoadState(ByteReader& in) {
       if (in.Bool("cold copy")) {
         if (cold_tier()) {
           in.Raw(block.data(), ledger_.fp_block_bytes(), "cold window bytes");
-          l.windows.back().cold_slot = store_.WriteDisk(block.data());
+          l.windows.back().cold_slot =
+              store_.WriteDisk(block.data(), ColdBlockTag(li, l.windows.back().index));
         } else {
           if (store_.cold() == nullptr) in.Fail("saved with --kv-recovery exact");
           uint8_t* cold = nullptr;
@@ -195,7 +196,8 @@ void TieredCache::LoadState(ByteReader& in) {
       in.Raw(block.data(), ledger_.fp_block_bytes(), "cold window bytes");
       if (table_.digest_group() > 1) {  // its group's digest, from the group's windows so far
         EnsureGroupDigest(l, index, block.data());
-        table_.AddCold(l, ColdRecord{index, store_.WriteDisk(block.data())}, nullptr);
+        table_.AddCold(l, ColdRecord{index, store_.WriteDisk(block.data(), ColdBlockTag(li, index))},
+                       nullptr);
         continue;
       }
       WindowDigest::BuildIntoFromFp16(config_.cold_digest,
@@ -203,7 +205,8 @@ void TieredCache::LoadState(ByteReader& in) {
                                       reinterpret_cast<const uint16_t*>(block.data()),
                                       digest.data(),
                                       l.has_digest_context ? &l.digest_context : nullptr);
-      table_.AddCold(l, ColdRecord{index, store_.WriteDisk(block.data())}, digest.data());
+      table_.AddCold(l, ColdRecord{index, store_.WriteDisk(block.data(), ColdBlockTag(li, index))},
+                     digest.data());
     }
     if (l.evicted != total - static_cast<int64_t>(n + n_cold)) in.Fail("evicted windows miscounted");
     const int64_t recent_held =

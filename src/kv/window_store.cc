@@ -63,14 +63,14 @@ int32_t WindowStore::AllocateCold(uint8_t** data) {
   return slot;
 }
 
-int32_t WindowStore::WriteDisk(const uint8_t* block) {
+int32_t WindowStore::WriteDisk(const uint8_t* block, uint64_t tag) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return disk_->Write(block);
+  return disk_->Write(block, tag);
 }
 
-void WindowStore::ReadDisk(int32_t slot, uint8_t* dst) {
+void WindowStore::ReadDisk(int32_t slot, uint64_t tag, uint8_t* dst) {
   std::lock_guard<std::mutex> lock(mutex_);
-  disk_->Read(slot, dst);
+  disk_->Read(slot, tag, dst);
 }
 
 void WindowStore::FreeDisk(int32_t slot) {

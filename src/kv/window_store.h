@@ -54,8 +54,8 @@ class WindowStore {
   // go through WriteDisk / FreeDisk during the parallel routing step.
   DiskColdStore* disk() { return disk_.get(); }
   const DiskColdStore* disk() const { return disk_.get(); }
-  int32_t WriteDisk(const uint8_t* block);
-  void ReadDisk(int32_t slot, uint8_t* dst);  // beside writes of other threads
+  int32_t WriteDisk(const uint8_t* block, uint64_t tag);  // tag: ColdBlockTag(layer, window)
+  void ReadDisk(int32_t slot, uint64_t tag, uint8_t* dst);  // beside writes of other threads
   void FreeDisk(int32_t slot);
 
   int64_t block_bytes(Kind kind) const { return pool(kind).block_bytes(); }
