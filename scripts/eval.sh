@@ -181,7 +181,7 @@ elif [ "$PART" = recall-gemma ]; then
   # 16k and drift at 8k in prompt-end mode (one fp16 prefill forked into every row); needles at
   # 8k again in bounded prefill (512-token chunks under the budget, a prefill per row) for the
   # policies a user runs that way; drift at 16k. About 16, 14, 35, 20 and 35 min on 2 cores.
-  TOTAL=8
+  TOTAL=13
   POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle}
   S=${RUN_SUFFIX:-}
   GR=(--budgets 0.05,0.1 --kv-budget-scope global --protocol context-only)
@@ -197,10 +197,9 @@ elif [ "$PART" = recall-gemma ]; then
   # Drift at 16k (four questions on four parts of one prompt, one session), prompt-end.
   run "recall-gemma-drift-16k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
     --tasks drift --lengths 16384 --samples 30
-  # Not run yet (session 7 added them; the notes of docs/results-recall.md say which cells
-  # exist): the needles at 8k with the question inside the compressed prompt; drift at 8k in
-  # bounded prefill; the needles at 32k (about 100 s of fp16 prefill an instance on 2 cores, so
-  # about an hour for the cell with every policy).
+  # Added in session 7, run in session 8: the needles at 8k with the question inside the
+  # compressed prompt (9 min); drift at 8k in bounded prefill (about 50 min); the needles at 32k
+  # (about 100 s of fp16 prefill an instance on 2 cores, so over an hour with every policy).
   run "recall-gemma-niah-8k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
     --kv-budget-scope global --policies "$POLICIES" --tasks niah --lengths 8192 "${DEPTHS10[@]}"
   run "recall-gemma-drift-8k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
@@ -208,6 +207,22 @@ elif [ "$PART" = recall-gemma ]; then
     --samples 30
   run "recall-gemma-niah-32k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
     --tasks niah --lengths 32000 "${DEPTHS10[@]}"
+  # Not run yet (the notes of docs/results-recall.md say which cells exist; run them with ONLY
+  # and SHARDS, a few a session): drift at 32k, prompt-end (over an hour with every policy);
+  # drift at 8k and the needles at 16k with the question in the prompt; the needles and drift at
+  # 16k in bounded prefill (a 16k prefill a row: a few hours a cell for the three policies).
+  run "recall-gemma-drift-32k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
+    --tasks drift --lengths 32000 --samples 30
+  run "recall-gemma-drift-8k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
+    --kv-budget-scope global --policies "$POLICIES" --tasks drift --lengths 8192 --samples 30
+  run "recall-gemma-niah-16k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
+    --kv-budget-scope global --policies "$POLICIES" --tasks niah --lengths 16384 "${DEPTHS10[@]}"
+  run "recall-gemma-niah-16k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
+    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks niah --lengths 16384 \
+    "${DEPTHS10[@]}"
+  run "recall-gemma-drift-16k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
+    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks drift --lengths 16384 \
+    --samples 30
 elif [ "$PART" = long ]; then
   TOTAL=4
   # At 16k tokens the rings are 14% of the cache: budgets from 0.2. Needles with every default
