@@ -141,7 +141,8 @@ class DiskColdStore {
  private:
   void WriteAll(int32_t slot, const uint8_t* stored);  // slot_bytes_ bytes: block, checksum
   void ReadRun(const int32_t* slots, const uint64_t* tags, int n, uint8_t* dst) const;
-  void Verify(int32_t slot, uint64_t tag, const uint8_t* stored) const;
+  // Checks a block read from `slot` against the checksum stored after it.
+  void Verify(int32_t slot, uint64_t tag, const uint8_t* block, const uint8_t* checksum) const;
   bool IsLive(int32_t slot) const;
   void SetLive(int32_t slot, bool live);
   int32_t TakeSlot();  // the lowest free slot, or a new one; live once its write succeeds
