@@ -21,6 +21,7 @@ struct SyntheticLayer {
   int heads = 1;
   std::vector<int64_t> offsets;
   std::vector<float> external;  // by window index
+  std::vector<float> recall;    // by window index (qevict-recall's prompt-end ranking)
   int64_t budget = 0;
 };
 
@@ -39,6 +40,7 @@ struct SyntheticContext {
       b.observation_offsets = l.offsets;
       b.observation_heads = l.heads;
       b.external = l.external;
+      b.recall = l.recall;
       b.recent = l.recent;
       b.budget_bytes = l.budget;
       b.first_recent_index = !l.recent.empty()   ? l.recent.front().index
@@ -183,6 +185,44 @@ TEST(QevictQaPolicy, WindowsRecentAtThePromptEndDoNotKeepTheirPrefillMass) {
   sc.layers[0].windows[3].score += 0.4f;  // 0.65: a formerly recent window overtakes on decode mass
   EXPECT_EQ(RouteWith("", sc, BatchKind::kGenerated, policy.get()),
             (std::vector<Tier>{T::kQuant, T::kQuant, T::kQuant, T::kFp16}));
+}
+
+// recall_split_error: each layer's fp16 count is chosen at the prompt end to lose the least of
+// the ranked attention (an fp16 window costs kFp, a 2-bit one kQ and loses E of its score).
+// Attention spread over six windows: all of them in 2 bits (the fixed share would keep one in
+// fp16 and drop two); attention on two windows: both in fp16 and no 2-bit ones (the fixed share
+// keeps one in fp16 and three in 2 bits). The decoding steps after it keep the count.
+TEST(QevictRecallPolicy, TheLeastLossSplitFollowsWhereTheQuestionPoints) {
+  const auto route = [](const std::vector<float>& recall, double error, BatchKind trigger,
+                        std::unique_ptr<Policy>* keep = nullptr) {
+    SyntheticContext sc;
+    sc.config.q_share = 0.5;
+    sc.config.set_option("recall_split_error", error);
+    sc.layers = {Layer(std::vector<Tier>(6, T::kQuant), std::vector<float>(6, 0.0f), 2000)};
+    sc.layers[0].recall = recall;
+    sc.config.policy = "qevict-recall";
+    std::unique_ptr<Policy> owned;
+    if (keep == nullptr || *keep == nullptr) owned = MakePolicy(sc.config);
+    Policy* policy = owned != nullptr ? owned.get() : keep->get();
+    std::vector<Tier> out = RouteWith("", sc, trigger, policy);
+    if (keep != nullptr && owned != nullptr) *keep = std::move(owned);
+    return out;
+  };
+  const std::vector<float> broad = {0.21f, 0.2f, 0.19f, 0.18f, 0.11f, 0.1f};
+  const std::vector<float> pointed = {0.46f, 0.44f, 0.028f, 0.026f, 0.024f, 0.022f};
+  EXPECT_EQ(route(broad, 0.3, BatchKind::kPromptEnd), std::vector<Tier>(6, T::kQuant));
+  EXPECT_EQ(route(broad, 0.0, BatchKind::kPromptEnd),  // off: the fixed share
+            (std::vector<Tier>{T::kFp16, T::kQuant, T::kQuant, T::kQuant, T::kEvicted,
+                               T::kEvicted}));
+  const std::vector<Tier> two_exact = {T::kFp16,    T::kFp16,    T::kEvicted,
+                                       T::kEvicted, T::kEvicted, T::kEvicted};
+  std::unique_ptr<Policy> policy;
+  EXPECT_EQ(route(pointed, 0.3, BatchKind::kPromptEnd, &policy), two_exact);
+  // A decoding step after it keeps two fp16 windows (the fixed share would allow one).
+  EXPECT_EQ(route(pointed, 0.3, BatchKind::kGenerated, &policy), two_exact);
+  EXPECT_EQ(route(pointed, 0.0, BatchKind::kPromptEnd),
+            (std::vector<Tier>{T::kFp16, T::kQuant, T::kQuant, T::kQuant, T::kEvicted,
+                               T::kEvicted}));
 }
 
 TEST(MikvPolicy, NeverPromotesAndEvictsOnlyWhenTheQuantizedTierIsFull) {

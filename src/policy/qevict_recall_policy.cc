@@ -17,6 +17,7 @@
 // rank the resident windows and a digest shortlist of the cold ones, and the `recall_focus`
 // windows it attends most go first into fp16 (recalled from disk where cold).
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "kv/kv_config.h"
@@ -41,18 +42,37 @@ const KvPolicyOption kRecallFocus({
     .default_number = 4,
 });
 
+const KvPolicyOption kRecallSplitError({
+    .key = "recall_split_error",
+    .type = KvOptionType::kNumber,
+    .help = "qevict-recall: above 0, each layer's fp16 / 2-bit split is chosen at every prompt "
+            "end to lose the least of the attention its windows are ranked by, a 2-bit window "
+            "losing this share of its own (0: the fixed --kv-q-share)",
+    .policies = "qevict-recall",
+    .origin = "*choice* (ours; an experiment, docs/kv-cache.md)",
+    .our_choice = true,
+    .min = 0,
+    .max = 1,
+    .eval_variant = true,
+    .default_number = 0,
+});
+
 class QevictRecallPolicy : public Policy {
  public:
   explicit QevictRecallPolicy(const KvConfig& config)
       : focus_(kRecallFocus.GetInt(config)),
         q_share_(config.q_share),
         prefill_q_share_(config.prefill_q_share),
-        hysteresis_(static_cast<float>(config.hysteresis)) {}
+        hysteresis_(static_cast<float>(config.hysteresis)),
+        split_error_(static_cast<float>(kRecallSplitError.Get(config))) {}
 
   bool keeps_cold() const override { return true; }
   bool wants_observation() const override { return true; }
   bool quantizes() const override { return true; }
-  void BeginRun() override { keys_.Clear(); }
+  void BeginRun() override {
+    keys_.Clear();
+    fp_windows_.clear();
+  }
   void SaveState(ByteWriter& out) const override { keys_.Save(out); }
   void LoadState(ByteReader& in, int n_layers) override {
     keys_.Load(in, n_layers, "qevict-recall snapshot", "qevict-recall scores");
@@ -104,7 +124,7 @@ class QevictRecallPolicy : public Policy {
     const int64_t budget = band.budget_bytes;
     const int64_t fp = context.fp_window_bytes, q = context.q_window_bytes;
     const double share = context.trigger == BatchKind::kPromptChunk ? prefill_q_share_ : q_share_;
-    const int64_t fp_budget =
+    int64_t fp_budget =
         budget == RoutingContext::kUnlimited
             ? budget
             : static_cast<int64_t>((1.0 - share) * static_cast<double>(budget));
@@ -139,6 +159,18 @@ class QevictRecallPolicy : public Policy {
         units_.insert(units_.begin(), Unit{0.0f, -1, static_cast<int>(cold - band.cold.begin())});
       }
     }
+    // The least-loss split is chosen at a prompt end (the question's queries rank the windows)
+    // and kept by the decoding steps after it, until the next prompt end. (Not in the saved
+    // state: a restored conversation takes the fixed share until its next prompt.)
+    if (split_error_ > 0.0f && budget != RoutingContext::kUnlimited) {
+      if (fp_windows_.size() <= l) fp_windows_.resize(l + 1, -1);
+      if (context.trigger == BatchKind::kPromptEnd) {
+        fp_windows_[l] = LeastLossFp16Windows(budget, fp, q);
+      }
+      if (context.trigger != BatchKind::kPromptChunk && fp_windows_[l] >= 0) {
+        fp_budget = std::min(budget, fp_windows_[l] * fp);  // the band may have shrunk since
+      }
+    }
     placed_.assign(units_.size(), 0);
     // The fp16 tier from the top, within its share.
     for (size_t u = 0; u < units_.size(); ++u) {
@@ -169,6 +201,41 @@ class QevictRecallPolicy : public Policy {
     }
   }
 
+  // How many of the top units (in units_ order) go to fp16 so that the attention lost is least:
+  // the first n in fp16 lose nothing, then the resident windows after them in rank order fill
+  // the rest of the budget in 2 bits, each losing split_error_ of its key, and every other unit
+  // (cold, or past the budget) loses its key. Keys stand for the attention a window gets.
+  int64_t LeastLossFp16Windows(int64_t budget, int64_t fp, int64_t q) {
+    const size_t n = units_.size();
+    all_sum_.assign(n + 1, 0.0);
+    resident_.clear();
+    resident_sum_.assign(1, 0.0);
+    for (size_t u = 0; u < n; ++u) {
+      const double key = std::max(0.0f, units_[u].key);
+      all_sum_[u + 1] = all_sum_[u] + key;
+      if (units_[u].band >= 0) {
+        resident_.push_back(u);
+        resident_sum_.push_back(resident_sum_.back() + key);
+      }
+    }
+    int64_t best = 0;
+    double best_loss = std::numeric_limits<double>::infinity();
+    for (int64_t k = 0; k <= static_cast<int64_t>(n) && k * fp <= budget; ++k) {
+      const int64_t q_count = (budget - k * fp) / q;
+      const size_t first = static_cast<size_t>(
+          std::lower_bound(resident_.begin(), resident_.end(), static_cast<size_t>(k)) -
+          resident_.begin());
+      const size_t last = std::min(resident_.size(), first + static_cast<size_t>(q_count));
+      const double quantized = resident_sum_[last] - resident_sum_[first];
+      const double loss = (all_sum_[n] - all_sum_[k]) - (1.0 - split_error_) * quantized;
+      if (loss < best_loss) {
+        best_loss = loss;
+        best = k;
+      }
+    }
+    return best;
+  }
+
   static float RecallOf(const LayerBand& band, const Unit& u) {
     const int64_t i = IndexOf(band, u);
     return i < static_cast<int64_t>(band.recall.size()) ? band.recall[i] : 0.0f;
@@ -190,7 +257,11 @@ class QevictRecallPolicy : public Policy {
   int focus_;
   double q_share_, prefill_q_share_;
   float hysteresis_;
+  float split_error_;
   SnapshotKeys keys_;
+  std::vector<double> all_sum_, resident_sum_;  // LeastLossFp16Windows' prefix sums
+  std::vector<size_t> resident_;
+  std::vector<int64_t> fp_windows_;  // per layer: the split of the last prompt end (-1: none)
   std::vector<Unit> units_;
   std::vector<uint8_t> placed_;  // 0 not placed, 1 fp16, 2 quantized, 3 cold
 };
