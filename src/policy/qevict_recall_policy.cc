@@ -13,7 +13,10 @@
 // there is recalled into fp16 from disk -- then the quantized tier with what is left (resident
 // windows only: a cold window comes back only exact), the rest to the cold tier. Bytes the
 // quantized tier leaves idle go back to fp16: the best quantized windows, then the next cold
-// candidates. At every decoding step (route_every tokens) the last generated token's queries
+// candidates. With recall_split_error > 0 (an experiment, off by default) the fp16 share is
+// instead a count of windows per layer, chosen at each prompt end to lose the least of the
+// ranked attention (LeastLossFp16Windows) and kept until the next one.
+// At every decoding step (route_every tokens) the last generated token's queries
 // rank the resident windows and a digest shortlist of the cold ones, and the `recall_focus`
 // windows it attends most go first into fp16 (recalled from disk where cold).
 #include <algorithm>
