@@ -5,8 +5,11 @@ a 512-token ring, 7.5 MiB): the budget is 0.1 of the 3 global layers' fp16 cache
 `--kv-stats --json` that the global layers hold no more than their budget, that the rings are
 reported beside it and paid on top, and that the summary says so. The same for qevict-recall
 (issue 38's cold tier in the global layers' cache of the interleaved one): what its global
-layers evict goes cold (on disk, nothing dropped), its digests are charged in the budget, the
-decoding steps recall some of it, and the stats and summary report the cold tier.
+layers evict goes cold (on disk, nothing dropped), its digests are charged in the budget, and the
+stats and summary report the cold tier; with the fixed fp16 share (--kv-recall-split-error 0),
+under which this prompt's end ranks some cold windows into fp16, that they are recalled. (The
+default least-loss split gives this prompt's broad attention more 2-bit windows and fewer fp16
+ones, all of them resident, so whether it recalls is the prompt's matter, not the test's.)
 
     budget_scope_model_test.py BIN
 
@@ -31,10 +34,10 @@ MIB = 1024.0 * 1024.0
 COLD_BLOCK_BYTES = 8 * TOKEN_BYTES  # one window of one global layer, on disk
 
 
-def check_policy(binary, policy):
+def check_policy(binary, policy, extra=()):
     cmd = [binary, "run", "-m", MODEL, "-f", PROMPT, "-n", str(NEW_TOKENS), "--threads", "2",
            "--kv-policy", policy, "--kv-budget", "0.1", "--kv-budget-scope", "global",
-           "--kv-stats", "--json"]
+           "--kv-stats", "--json"] + list(extra)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     err = proc.stderr
     failures = []
@@ -71,7 +74,9 @@ def check_policy(binary, policy):
               "cold_bytes %d for %d cold windows" % (stats["cold_bytes"], stats["cold_windows"]))
         check(0 < stats["cold_ram_bytes"] <= stats["meta_bytes"],
               "cold_ram_bytes %d, meta_bytes %d" % (stats["cold_ram_bytes"], stats["meta_bytes"]))
-        check(stats["recalls"] > 0 and stats["cold_read_bytes"] > 0, "nothing recalled")
+        check(stats["cold_read_bytes"] > 0, "the cold tier was never read to rank it")
+        if extra:
+            check(stats["recalls"] > 0, "nothing recalled")
         check("cold tier: %d windows on disk" % stats["cold_windows"] in err,
               "the summary's cold tier line")
     check(stats["routing_steps"] > 0 and
@@ -108,6 +113,7 @@ def main():
         print("skipped: no %s (scripts/fetch_model.sh gemma3)" % MODEL)
         return 77
     ok = [check_policy(sys.argv[1], policy) for policy in ("qevict", "qevict-recall")]
+    ok.append(check_policy(sys.argv[1], "qevict-recall", ["--kv-recall-split-error", "0"]))
     return 0 if all(ok) else 1
 
 

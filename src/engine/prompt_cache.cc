@@ -13,7 +13,7 @@ namespace qevict {
 namespace {
 
 constexpr char kMagic[8] = {'Q', 'E', 'V', 'P', 'C', 'A', 'C', 'H'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: qevict-recall saves its fp16 / 2-bit split
 
 std::string Hex(uint64_t v) {
   char buf[17];

@@ -2,11 +2,15 @@
 // RoutingContext and writes a Plan.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "policy/registry.h"
 #include "policy/snapkv_policy.h"
+#include "util/byte_stream.h"
+#include "util/error.h"
 
 namespace qevict {
 namespace {
@@ -197,7 +201,7 @@ TEST(QevictRecallPolicy, TheLeastLossSplitFollowsWhereTheQuestionPoints) {
                         std::unique_ptr<Policy>* keep = nullptr) {
     SyntheticContext sc;
     sc.config.q_share = 0.5;
-    sc.config.set_option("recall_split_error", error);
+    if (error >= 0.0) sc.config.set_option("recall_split_error", error);  // < 0: the default
     sc.layers = {Layer(std::vector<Tier>(6, T::kQuant), std::vector<float>(6, 0.0f), 2000)};
     sc.layers[0].recall = recall;
     sc.config.policy = "qevict-recall";
@@ -223,6 +227,54 @@ TEST(QevictRecallPolicy, TheLeastLossSplitFollowsWhereTheQuestionPoints) {
   EXPECT_EQ(route(pointed, 0.0, BatchKind::kPromptEnd),
             (std::vector<Tier>{T::kFp16, T::kQuant, T::kQuant, T::kQuant, T::kEvicted,
                                T::kEvicted}));
+  // It is the default (0.3).
+  EXPECT_EQ(route(broad, -1.0, BatchKind::kPromptEnd), std::vector<Tier>(6, T::kQuant));
+  EXPECT_EQ(route(pointed, -1.0, BatchKind::kPromptEnd), two_exact);
+}
+
+// The split chosen at a prompt end is saved with the policy's state (a prompt cache, a kept
+// server conversation), so a restored conversation decodes with it as the original would; a
+// saved split out of range is refused.
+TEST(QevictRecallPolicy, TheSplitOfThePromptEndIsInTheSavedState) {
+  const std::vector<float> pointed = {0.46f, 0.44f, 0.028f, 0.026f, 0.024f, 0.022f};
+  const auto context = [&] {
+    SyntheticContext sc;
+    sc.config.q_share = 0.5;
+    sc.config.policy = "qevict-recall";
+    sc.layers = {Layer(std::vector<Tier>(6, T::kQuant), std::vector<float>(6, 0.0f), 2000)};
+    sc.layers[0].recall = pointed;
+    return sc;
+  };
+  SyntheticContext sc = context();
+  std::unique_ptr<Policy> original = MakePolicy(sc.config);
+  RouteWith("", sc, BatchKind::kPromptEnd, original.get());
+  ByteWriter saved;
+  original->SaveState(saved);
+  const std::vector<Tier> decoded = RouteWith("", sc, BatchKind::kGenerated, original.get());
+  EXPECT_EQ(decoded, (std::vector<Tier>{T::kFp16, T::kFp16, T::kEvicted, T::kEvicted,
+                                        T::kEvicted, T::kEvicted}));
+
+  std::unique_ptr<Policy> restored = MakePolicy(sc.config);
+  ByteReader in(saved.bytes(), "saved state");
+  restored->LoadState(in, 1);
+  SyntheticContext again = context();
+  EXPECT_EQ(RouteWith("", again, BatchKind::kGenerated, restored.get()), decoded);
+  // Without the saved split a decoding step takes the fixed share: one fp16 window.
+  std::unique_ptr<Policy> fresh = MakePolicy(sc.config);
+  SyntheticContext third = context();
+  const std::vector<Tier> fixed = RouteWith("", third, BatchKind::kGenerated, fresh.get());
+  EXPECT_EQ(std::count(fixed.begin(), fixed.end(), T::kFp16), 1);
+
+  // A split of 2^40 windows (a file edited by hand): refused, not multiplied into a budget.
+  ByteWriter tables;
+  original->SaveState(tables);
+  std::vector<uint8_t> bytes(tables.bytes().begin(), tables.bytes().end());
+  ASSERT_GE(bytes.size(), sizeof(int64_t));
+  const int64_t huge = int64_t{1} << 40;
+  std::memcpy(bytes.data() + bytes.size() - sizeof(int64_t), &huge, sizeof(huge));
+  std::unique_ptr<Policy> victim = MakePolicy(sc.config);
+  ByteReader corrupt(bytes, "saved state");
+  EXPECT_THROW(victim->LoadState(corrupt, 1), Error);
 }
 
 TEST(MikvPolicy, NeverPromotesAndEvictsOnlyWhenTheQuantizedTierIsFull) {

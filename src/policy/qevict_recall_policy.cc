@@ -13,9 +13,10 @@
 // there is recalled into fp16 from disk -- then the quantized tier with what is left (resident
 // windows only: a cold window comes back only exact), the rest to the cold tier. Bytes the
 // quantized tier leaves idle go back to fp16: the best quantized windows, then the next cold
-// candidates. With recall_split_error > 0 (an experiment, off by default) the fp16 share is
-// instead a count of windows per layer, chosen at each prompt end to lose the least of the
-// ranked attention (LeastLossFp16Windows) and kept until the next one.
+// candidates. The fp16 share is, by default (recall_split_error = 0.3), a count of windows per
+// layer chosen at each prompt end to lose the least of the ranked attention
+// (LeastLossFp16Windows) and kept, with the saved state, until the next one; with
+// recall_split_error = 0 it is the fixed share 1 - q_share.
 // At every decoding step (route_every tokens) the last generated token's queries
 // rank the resident windows and a digest shortlist of the cold ones, and the `recall_focus`
 // windows it attends most go first into fp16 (recalled from disk where cold).
@@ -52,12 +53,12 @@ const KvPolicyOption kRecallSplitError({
             "end to lose the least of the attention its windows are ranked by, a 2-bit window "
             "losing this share of its own (0: the fixed --kv-q-share)",
     .policies = "qevict-recall",
-    .origin = "*choice* (ours; an experiment, docs/kv-cache.md)",
+    .origin = "*choice* (ours; 0.3 fixed on the development seeds, docs/kv-cache.md)",
     .our_choice = true,
     .min = 0,
     .max = 1,
     .eval_variant = true,
-    .default_number = 0,
+    .default_number = 0.3,
 });
 
 class QevictRecallPolicy : public Policy {
@@ -76,9 +77,16 @@ class QevictRecallPolicy : public Policy {
     keys_.Clear();
     fp_windows_.clear();
   }
-  void SaveState(ByteWriter& out) const override { keys_.Save(out); }
+  void SaveState(ByteWriter& out) const override {
+    keys_.Save(out);
+    out.Array<int64_t>(fp_windows_);
+  }
   void LoadState(ByteReader& in, int n_layers) override {
     keys_.Load(in, n_layers, "qevict-recall snapshot", "qevict-recall scores");
+    fp_windows_ = in.Array<int64_t>("qevict-recall fp16 split", static_cast<size_t>(n_layers));
+    for (const int64_t n : fp_windows_) {
+      if (n < -1 || n > kMaxSplitWindows) in.Fail("qevict-recall fp16 split out of range");
+    }
   }
 
   void Route(const RoutingContext& context, Plan* plan) override {
@@ -163,8 +171,9 @@ class QevictRecallPolicy : public Policy {
       }
     }
     // The least-loss split is chosen at a prompt end (the question's queries rank the windows)
-    // and kept by the decoding steps after it, until the next prompt end. (Not in the saved
-    // state: a restored conversation takes the fixed share until its next prompt.)
+    // and kept by the decoding steps after it (and in the saved state), until the next prompt
+    // end. A layer whose split is 0 fp16 windows gives the focus windows (above) none: they go
+    // 2 bits first where resident, and a cold one waits for idle bytes.
     if (split_error_ > 0.0f && budget != RoutingContext::kUnlimited) {
       if (fp_windows_.size() <= l) fp_windows_.resize(l + 1, -1);
       if (context.trigger == BatchKind::kPromptEnd) {
@@ -256,6 +265,8 @@ class QevictRecallPolicy : public Policy {
       recall.push_back(u.cold);
     }
   }
+
+  static constexpr int64_t kMaxSplitWindows = int64_t{1} << 32;  // a saved split's bound
 
   int focus_;
   double q_share_, prefill_q_share_;

@@ -35,6 +35,10 @@ Outcome AskForTheNeedle(bool scan) {
   config.recall_shared = 0;
   config.recall_scan = scan;
   config.recall_candidates = 4;
+  // The fixed fp16 share: the test is about which window ranks first. (The least-loss split
+  // would give these decoys, which hold most of the question's attention between them, the
+  // whole budget in 2 bits and no window fp16.)
+  config.set_option("recall_split_error", 0.0);
   const int hd = geo.head_dim;
   // The channel pair of RoPE's slowest frequency (hd - 2, hd - 1): a key there keeps its
   // direction at every position, so the question's query below meets it wherever it sits.
