@@ -85,9 +85,13 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
   if (s.sliding_layers > 0) {
     out += " (sliding-window rings " + SummaryMiB(s.sliding_bytes) + " in fp16)";
   }
-  if (s.cold_bytes > 0 && s.cold_written_bytes == 0 && s.cold_windows == 0)
-    out += "; exact-recovery cold store " + SummaryMiB(s.cold_bytes) + " on disk";
-  if (s.cold_written_bytes > 0 || s.cold_windows > 0) {  // the cold tier (qevict-recall)
+  // The cold tier always holds RAM (each layer's last query); exact recovery's store alone none.
+  const bool cold_tier = s.cold_ram_bytes > 0 || s.cold_windows > 0;
+  if (!cold_tier && s.cold_written_bytes > 0) {
+    out += "; exact-recovery cold store " + SummaryMiB(s.cold_bytes) + " on disk (written " +
+           SummaryMiB(s.cold_written_bytes) + ", read back " + SummaryMiB(s.cold_read_bytes) + ")";
+  }
+  if (cold_tier) {  // the cold tier (qevict-recall)
     out += "\n  cold tier: " + std::to_string(s.cold_windows) + " windows on disk (" +
            SummaryMiB(s.cold_bytes) + ", exact; not resident; " +
            (s.cold_page_cache_bytes >= 0 ? SummaryMiB(s.cold_page_cache_bytes) : std::string("?")) +

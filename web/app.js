@@ -275,9 +275,8 @@ function renderStrip(report) {
   strip.className = n > 2000 ? "densest" : n > 400 ? "dense" : "";
   const layerChoice = $("layer-select").value;
   const promoted = promotedWindows(tiers.by_layer, state.lastByLayer);
-  const cold = tiers.evicted_are_cold;
-  $("quant-label").textContent = tiers.bits + "-bit";
-  $("evicted-label").textContent = cold ? "evicted to disk (cold, exact recovery)" : "evicted";
+  $("quant-label").textContent =
+    tiers.bits + "-bit" + (tiers.quant_exact_on_disk ? " (fp16 original on disk)" : "");
   if (!tiers.tiered) {
     const cell = document.createElement("div");
     cell.className = "cell fp16";
@@ -316,7 +315,7 @@ function renderStrip(report) {
     cell.title = "tokens " + w.first_token + "-" + (w.first_token + w.n_tokens - 1) + ": " +
         w.fp16 + " layers fp16, " + w.quant + " " + tiers.bits + "-bit, " +
         (w.cold ? w.cold + " cold (on disk, recallable), " : "") + w.evicted +
-        (cold ? " cold" : " evicted") + "; mean score " + w.mean_score.toPrecision(3) +
+        " evicted; mean score " + w.mean_score.toPrecision(3) +
         (turnStart >= 0 ? "; turn " + (turnStart + 1) + " starts here" : "");
     strip.appendChild(cell);
   });

@@ -118,7 +118,7 @@ int64_t ByteLedger::DigestContextCost() const {
 }
 
 int64_t ByteLedger::ColdRamBytes() const {
-  if (store_.disk() == nullptr) return 0;
+  if (!store_.cold_tier()) return 0;  // (exact recovery's store alone: a bit a slot, not charged)
   int64_t contexts = 0;
   for (const LayerWindows& l : table_.layers()) {
     if (l.has_digest_context) contexts += l.digest_context.bytes();
@@ -286,8 +286,6 @@ KvStats ByteLedger::Stats() const {
   s.fp16_bytes = store_.fp16_bytes();
   s.quant_bytes = store_.quant_bytes();
   s.meta_bytes = MetaBytes();
-  s.cold_bytes = store_.cold() ? store_.cold()->live_bytes() : 0;
-  s.cold_peak_bytes = store_.cold() ? store_.cold()->peak_bytes() : 0;
   if (const DiskColdStore* disk = store_.disk()) {
     s.cold_bytes = disk->live_bytes();
     s.cold_peak_bytes = disk->peak_bytes();

@@ -1,5 +1,5 @@
-// The disk cold store of the cold tier (issue 38; docs/kv-cache.md, "Cold tier (in progress): store
-// and digests"): every window that leaves the fp16 tier kept bit-exact on disk, outside the memory
+// The disk cold store of the cold tier (issue 38; docs/kv-cache.md, "Cold tier and recall"): every
+// window that leaves the fp16 tier kept bit-exact on disk, outside the memory
 // budget. One block per window (its fp16 keys and values, [2][n_kv_heads][W][head_dim], block_bytes
 // in all) in a file created in a directory of the user's choice and unlinked at once, so nothing is
 // left on disk even when the process is killed. Blocks are written with pwrite and read with pread
@@ -15,8 +15,9 @@
 // system can, so live_bytes() is what the cold tier occupies on disk. An optional disk limit
 // makes a write that would pass it an error instead of filling the disk.
 //
-// Not yet used by TieredCache (the existing mmap'ed ColdStore serves `--kv-recovery exact`);
-// the recall step wires it in (docs/kv-cache.md, "Cold tier (in progress)").
+// The one cold store of a tiered cache (kv/window_store.h): the cold tier's windows and the fp16
+// originals kept for exact recovery. Nothing is mapped: a full disk, a file truncated or
+// removed under it, a damaged block are errors of a call (ColdStoreError), never a signal.
 #pragma once
 
 #include <sys/types.h>

@@ -37,9 +37,7 @@ TieredCache::TieredCache(const KvConfig& config, const KvGeometry& geometry, con
       policy_(std::move(policy)),
       qlayout_(QuantLayout::Make(geometry.n_kv_heads, config.window, geometry.head_dim,
                                  config.bits, config.value_group)),
-      store_(config, geometry, qlayout_,
-             int64_t{geometry.n_layers} * ((geometry.max_tokens + config.window - 1) / config.window + 1),
-             policy_->keeps_cold()),
+      store_(config, geometry, qlayout_, policy_->keeps_cold()),
       table_(config, geometry.n_layers, geometry.max_tokens),
       observation_(geometry.n_layers, config.snapkv_window, geometry.n_heads, geometry.head_dim),
       ledger_(config_, geo_, qlayout_, table_, store_, observation_),
@@ -210,13 +208,7 @@ void TieredCache::EndBatch(BatchKind kind, ThreadPool& pool) {
 
 void TieredCache::ReleaseWindow(WindowRecord& w) {
   if (w.tier != Tier::kEvicted) store_.Free(WindowStore::KindOf(w.tier), w.block);
-  if (w.cold_slot >= 0) {
-    if (cold_tier()) {
-      store_.FreeDisk(w.cold_slot);
-    } else {
-      store_.cold()->Free(w.cold_slot);
-    }
-  }
+  if (w.cold_slot >= 0) store_.FreeDisk(w.cold_slot);
   w.cold_slot = -1;
   w.block = BlockPool::kNoBlock;
   w.tier = Tier::kEvicted;

@@ -162,16 +162,20 @@ class TieredCache : public KvCache, private ResidentReader {
   // Read-only diagnostics.
   WindowView View(int layer) const { return table_.View(layer); }
   const KvConfig& config() const { return config_; }
+  // Whether the policy's evicted windows are kept on disk (a cold tier: qevict-recall).
+  bool cold_tier() const { return store_.cold_tier(); }
   std::optional<int64_t> budget() const { return ledger_.budget(); }  // nullopt: no limit
   // Bytes of live blocks recounted from the allocators' own free lists, plus metadata: must
   // equal Stats().resident_bytes() (tests check it).
   int64_t AllocatorResidentBytes() const { return ledger_.AllocatorResidentBytes(); }
   int64_t resident_bytes() const { return ledger_.ResidentBytes(); }
-  // The cold tier's file descriptor (-1 without one): tests damage the file through it as an
-  // outside process could.
+  // The disk cold store's file descriptor (-1 without one): tests damage the file through it
+  // as an outside process could.
   const WindowTable& table_for_testing() const { return table_; }
-  int cold_fd_for_testing() const { return cold_tier() ? store_.disk()->fd_for_testing() : -1; }
-  // The cold tier's store (nullptr without one): tests inject write faults through it.
+  int cold_fd_for_testing() const {
+    return store_.disk() != nullptr ? store_.disk()->fd_for_testing() : -1;
+  }
+  // The disk cold store (nullptr without one): tests inject write faults through it.
   DiskColdStore* cold_store_for_testing() { return store_.disk(); }
   // The window table's invariants (throws std::logic_error naming the broken one).
   void CheckInvariants() const { table_.CheckInvariants(); }
@@ -242,7 +246,6 @@ class TieredCache : public KvCache, private ResidentReader {
     return static_cast<int>(&l - table_.layers().data());
   }
   void RecallForPrompt(int layer, int n, const int32_t* pos, const float* q, ThreadPool& pool);
-  bool cold_tier() const { return store_.disk() != nullptr; }
   void Promote(int layer, WindowRecord& w, std::vector<float>& scratch,
                std::vector<uint8_t>& bytes);
 

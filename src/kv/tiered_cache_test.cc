@@ -2,12 +2,17 @@
 // recovery), byte accounting against the allocator, and memory returned on eviction.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kv/disk_cold_store.h"
 #include "kv/kv_test_util.h"
 #include "kv/tiered_cache.h"
 #include "util/fp16.h"
@@ -127,7 +132,10 @@ TEST_F(TieredCacheTest, ExactRecoveryRestoresTheFp16OriginalsPaperDoesNot) {
     const KvStats demoted = cache->Stats();
     EXPECT_GT(demoted.quant_windows, 0);
     if (recovery == RecoveryFidelity::kExact) {
-      EXPECT_EQ(demoted.cold_bytes, demoted.quant_windows * 2 * 2 * 8 * 64 * 2);
+      // Each window's fp16 block and its checksum on disk.
+      EXPECT_EQ(demoted.cold_bytes,
+                demoted.quant_windows * (2 * 2 * 8 * 64 * 2 + DiskColdStore::kChecksumBytes));
+      EXPECT_EQ(demoted.cold_written_bytes, demoted.cold_bytes);
     } else {
       EXPECT_EQ(demoted.cold_bytes, 0);
     }
@@ -146,6 +154,46 @@ TEST_F(TieredCacheTest, ExactRecoveryRestoresTheFp16OriginalsPaperDoesNot) {
         EXPECT_GT(err, 0.05);  // the quantization error stays
       }
     }
+  }
+}
+
+// Exact recovery keeps its originals in the disk cold store (pwrite / pread, nothing mapped): a
+// full disk at a demotion and a file truncated under the cache before a promotion are errors
+// naming the file, not a SIGBUS.
+TEST_F(TieredCacheTest, ExactRecoveryFaultsAreErrorsNamingTheFile) {
+  auto script = [](int64_t step, int, int64_t) { return step == 0 ? Tier::kQuant : Tier::kFp16; };
+  {
+    auto cache = Make(script, 2, RecoveryFidelity::kExact);
+    DiskColdStore* store = cache->cold_store_for_testing();
+    ASSERT_NE(store, nullptr);
+    int writes = 0;
+    store->set_write_call_for_testing([&](int fd, const void* buf, size_t n, off_t off) -> ssize_t {
+      if (++writes <= 2) return pwrite(fd, buf, n, off);
+      errno = ENOSPC;
+      return -1;
+    });
+    cache->BeginRun(200, 8);
+    try {
+      RunBatch(*cache, model_, 0, 200, BatchKind::kPromptEnd, pool_);
+      ADD_FAILURE() << "a full disk at a demotion went unnoticed";
+    } catch (const ColdStoreError& e) {
+      EXPECT_EQ(e.kind(), ColdStoreError::Kind::kNoRoom);
+      EXPECT_NE(std::string(e.what()).find(store->path() + " (unlinked)"), std::string::npos)
+          << e.what();
+    }
+  }
+  auto cache = Make(script, 2, RecoveryFidelity::kExact);
+  cache->BeginRun(200, 8);
+  RunBatch(*cache, model_, 0, 200, BatchKind::kPromptEnd, pool_);
+  ASSERT_GT(cache->Stats().cold_bytes, 0);
+  ASSERT_EQ(ftruncate(cache->cold_fd_for_testing(), 0), 0);  // as another process could
+  try {
+    for (int i = 0; i < 4; ++i) RunBatch(*cache, model_, 200 + i, 1, BatchKind::kGenerated, pool_);
+    ADD_FAILURE() << "promotions from a truncated file went unnoticed";
+  } catch (const ColdStoreError& e) {
+    EXPECT_EQ(e.kind(), ColdStoreError::Kind::kDamaged);
+    EXPECT_NE(std::string(e.what()).find("truncated from outside qevict"), std::string::npos)
+        << e.what();
   }
 }
 

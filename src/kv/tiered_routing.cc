@@ -414,21 +414,18 @@ void TieredCache::CompactStore() {
   });
 }
 
-// fp16 window -> quantized window (keys un-rotated to before RoPE). Exact recovery first copies
-// the fp16 block to the cold store (once: a window keeps its cold copy until evicted).
+// fp16 window -> quantized window (keys un-rotated to before RoPE). With a disk store (a cold
+// tier, exact recovery) the fp16 block is first written to it (once: a window keeps its copy
+// until it is evicted, or goes cold).
 void TieredCache::Demote(int layer, WindowRecord& w, std::vector<float>& scratch,
                          std::vector<uint8_t>& bytes) {
   const int n_kv = geo_.n_kv_heads, hd = geo_.head_dim;
   const int window = config_.window;
   const int64_t elems = int64_t{n_kv} * window * hd;
   const uint8_t* fp = store_.SharedData(WindowStore::Kind::kFp16, w.block);
-  uint8_t* cold = nullptr;
-  if (cold_tier()) {
-    if (w.cold_slot < 0) w.cold_slot = store_.WriteDisk(fp, ColdBlockTag(layer, w.index));
-  } else if (store_.cold() != nullptr && w.cold_slot < 0) {
-    w.cold_slot = store_.AllocateCold(&cold);
+  if (store_.disk() != nullptr && w.cold_slot < 0) {
+    w.cold_slot = store_.WriteDisk(fp, ColdBlockTag(layer, w.index));
   }
-  if (cold != nullptr) std::memcpy(cold, fp, ledger_.fp_block_bytes());
   scratch.resize(2 * elems);
   float* keys = scratch.data();  // [n_kv][W][hd]
   float* values = keys + elems;  // [n_kv][W][hd]
@@ -457,10 +454,8 @@ void TieredCache::Promote(int layer, WindowRecord& w, std::vector<float>& scratc
   const int64_t elems = int64_t{n_kv} * window * hd;
   const int64_t fp_block_bytes = ledger_.fp_block_bytes();
   bytes.resize(fp_block_bytes);
-  if (w.cold_slot >= 0 && cold_tier()) {
+  if (w.cold_slot >= 0) {
     store_.disk()->Read(w.cold_slot, ColdBlockTag(layer, w.index), bytes.data());
-  } else if (w.cold_slot >= 0) {
-    std::memcpy(bytes.data(), store_.cold()->data(w.cold_slot), fp_block_bytes);
   } else {
     const uint8_t* q = store_.SharedData(WindowStore::Kind::kQuant, w.block);
     scratch.resize(elems);

@@ -28,7 +28,7 @@ void TieredCache::SaveState(ByteWriter& out) const {
   // cache loaded from the file reports the run's figures, and saving it again gives the same
   // bytes.
   KvStats counters = ledger_.counters();
-  if (cold_tier()) {
+  if (store_.disk() != nullptr) {
     const KvStats now = ledger_.Stats();
     counters.cold_written_bytes = now.cold_written_bytes;
     counters.cold_read_bytes = now.cold_read_bytes;
@@ -58,11 +58,9 @@ void TieredCache::SaveState(ByteWriter& out) const {
       const WindowStore::Kind kind = WindowStore::KindOf(w.tier);
       out.Raw(store_.data(kind, w.block), store_.block_bytes(kind));
       out.Pod<uint8_t>(w.cold_slot >= 0 ? 1 : 0);
-      if (w.cold_slot >= 0 && cold_tier()) {
+      if (w.cold_slot >= 0) {
         store_.disk()->Read(w.cold_slot, ColdBlockTag(li, w.index), block.data());
         out.Raw(block.data(), ledger_.fp_block_bytes());
-      } else if (w.cold_slot >= 0) {
-        out.Raw(store_.cold()->data(w.cold_slot), ledger_.fp_block_bytes());
       }
     }
     out.Pod<uint8_t>(l.has_digest_context ? 1 : 0);
@@ -155,16 +153,10 @@ void TieredCache::LoadState(ByteReader& in) {
       l.windows.push_back(w);  // owned by the layer from here: BeginRun frees it on failure
       in.Raw(store_.data(kind, w.block), store_.block_bytes(kind), "window bytes");
       if (in.Bool("cold copy")) {
-        if (cold_tier()) {
-          in.Raw(block.data(), ledger_.fp_block_bytes(), "cold window bytes");
-          l.windows.back().cold_slot =
-              store_.WriteDisk(block.data(), ColdBlockTag(li, l.windows.back().index));
-        } else {
-          if (store_.cold() == nullptr) in.Fail("saved with --kv-recovery exact");
-          uint8_t* cold = nullptr;
-          l.windows.back().cold_slot = store_.AllocateCold(&cold);
-          in.Raw(cold, ledger_.fp_block_bytes(), "cold window bytes");
-        }
+        if (store_.disk() == nullptr) in.Fail("saved with --kv-recovery exact");
+        in.Raw(block.data(), ledger_.fp_block_bytes(), "cold window bytes");
+        l.windows.back().cold_slot =
+            store_.WriteDisk(block.data(), ColdBlockTag(li, l.windows.back().index));
       }
     }
     // The cold tier: each window's exact block back to this cache's disk store, its digest
@@ -256,8 +248,8 @@ void TieredCache::LoadState(ByteReader& in) {
   // Stats() adds this cache's own cold I/O (the blocks written above, and with digest groups the
   // blocks read back to rebuild them) to the carried figures: loading counts as neither.
   KvStats& counters = ledger_.counters();
-  const int64_t written = cold_tier() ? store_.disk()->bytes_written() : 0;
-  const int64_t read = cold_tier() ? store_.disk()->bytes_read() : 0;
+  const int64_t written = store_.disk() != nullptr ? store_.disk()->bytes_written() : 0;
+  const int64_t read = store_.disk() != nullptr ? store_.disk()->bytes_read() : 0;
   if (counters.cold_written_bytes < written || counters.cold_read_bytes < 0 ||
       counters.recalls < 0 || counters.cold_score_read_bytes < 0) {
     in.Fail("malformed cold tier counters");

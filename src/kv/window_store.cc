@@ -14,15 +14,14 @@ int64_t WindowStore::SinkBlockBytes(const KvConfig& c, const KvGeometry& g) {
 }
 
 WindowStore::WindowStore(const KvConfig& config, const KvGeometry& geometry,
-                         const QuantLayout& layout, int64_t max_cold_windows, bool cold_tier)
+                         const QuantLayout& layout, bool cold_tier)
     : fp_(FpBlockBytes(config, geometry)),
       q_(layout.bytes),
-      sink_(SinkBlockBytes(config, geometry), SinkBlocksPerSlab(geometry)) {
-  if (cold_tier) {
+      sink_(SinkBlockBytes(config, geometry), SinkBlocksPerSlab(geometry)),
+      cold_tier_(cold_tier) {
+  if (cold_tier || config.recovery == RecoveryFidelity::kExact) {
     disk_ = std::make_unique<DiskColdStore>(config.cold_store_dir, fp_.block_bytes(),
                                             config.cold_disk_limit);
-  } else if (config.recovery == RecoveryFidelity::kExact) {
-    cold_ = std::make_unique<ColdStore>(config.cold_store_dir, fp_.block_bytes(), max_cold_windows);
   }
 }
 
@@ -54,13 +53,6 @@ uint32_t WindowStore::Replace(Kind from, uint32_t block, Kind to, uint8_t** data
   const uint32_t fresh = pool(to).Allocate();
   *data = pool(to).data(fresh);
   return fresh;
-}
-
-int32_t WindowStore::AllocateCold(uint8_t** data) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const int32_t slot = cold_->Allocate();
-  *data = cold_->data(slot);
-  return slot;
 }
 
 int32_t WindowStore::WriteDisk(const uint8_t* block, uint64_t tag) {
@@ -105,7 +97,6 @@ void WindowStore::Reset() {
   fp_.Reset();
   q_.Reset();
   sink_.Reset();
-  if (cold_) cold_->Reset();
   if (disk_) disk_->Reset();
 }
 

@@ -1,7 +1,7 @@
 // Where a tiered cache's bytes live (docs/kv-cache.md, "Memory"): fixed-size blocks from one
 // BlockPool per block size -- fp16 windows [2][n_kv_heads][W][head_dim] fp16, quantized windows
-// (QuantLayout::bytes), sink blocks [2][n_kv_heads][S][head_dim] fp16 -- and, for exact recovery,
-// the cold store of demoted windows' fp16 originals. It owns the memory and nothing else: which
+// (QuantLayout::bytes), sink blocks [2][n_kv_heads][S][head_dim] fp16 -- and the disk cold store
+// of the fp16 originals of windows that left the fp16 tier (the cold tier, exact recovery). It owns the memory and nothing else: which
 // window holds which block is the cache's business. Allocation and freeing are safe from the
 // parallel routing step; Compact() runs between batches and hands every moved block's new handle
 // back to the owner.
@@ -13,7 +13,6 @@
 #include <mutex>
 
 #include "kv/block_pool.h"
-#include "kv/cold_store.h"
 #include "kv/disk_cold_store.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_config.h"
@@ -27,12 +26,13 @@ class WindowStore {
   // The block kinds: a window's tier (fp16 or quantized) or a layer's sink block.
   enum class Kind { kFp16, kQuant, kSink };
 
-  // cold_tier: the fp16 originals of windows that leave the fp16 tier go to a disk cold store
-  // (kv/disk_cold_store.h: pread/pwrite, checksummed) that also holds the cold tier; created
-  // now, so that an unwritable directory is an error before anything runs. Otherwise exact
-  // recovery (KvConfig::recovery) keeps them in the mapped ColdStore.
+  // With a cold tier (cold_tier: windows the policy evicts are kept on disk) or exact recovery
+  // (KvConfig::recovery: a quantized window is promoted from its fp16 original), the fp16
+  // originals of windows that leave the fp16 tier go to one disk cold store
+  // (kv/disk_cold_store.h: pread/pwrite, checksummed, capped by --kv-cold-disk-limit), created
+  // now, so that an unwritable directory is an error before anything runs.
   WindowStore(const KvConfig& config, const KvGeometry& geometry, const QuantLayout& layout,
-              int64_t max_cold_windows, bool cold_tier = false);
+              bool cold_tier = false);
 
   // A block's bytes. Not synchronized: outside the parallel routing step only.
   uint8_t* data(Kind kind, uint32_t block) const { return pool(kind).data(block); }
@@ -46,12 +46,11 @@ class WindowStore {
   uint32_t Replace(Kind from, uint32_t block, Kind to, uint8_t** data);
   static Kind KindOf(Tier tier) { return tier == Tier::kFp16 ? Kind::kFp16 : Kind::kQuant; }
 
-  // A cold-store slot (thread-safe) and its bytes in *data.
-  int32_t AllocateCold(uint8_t** data);
-  ColdStore* cold() { return cold_.get(); }  // nullptr unless exact recovery
-  const ColdStore* cold() const { return cold_.get(); }
-  // The cold tier's disk store (nullptr without one). Reads are thread-safe; writes and frees
-  // go through WriteDisk / FreeDisk during the parallel routing step.
+  // Whether windows the policy evicts are kept in the disk store (the cold tier).
+  bool cold_tier() const { return cold_tier_; }
+  // The disk cold store (nullptr without a cold tier or exact recovery). Reads are
+  // thread-safe; writes and frees go through WriteDisk / FreeDisk during the parallel routing
+  // step.
   DiskColdStore* disk() { return disk_.get(); }
   const DiskColdStore* disk() const { return disk_.get(); }
   int32_t WriteDisk(const uint8_t* block, uint64_t tag);  // tag: ColdBlockTag(layer, window)
@@ -91,7 +90,7 @@ class WindowStore {
   }
 
   BlockPool fp_, q_, sink_;
-  std::unique_ptr<ColdStore> cold_;
+  bool cold_tier_;
   std::unique_ptr<DiskColdStore> disk_;
   std::mutex mutex_;  // allocation and freeing during the parallel routing step
 };

@@ -103,8 +103,11 @@ std::variant<json, ApiError> SessionCacheReport(const ServerContext& ctx, const 
         json tiers = TierMapJson(views);
         tiers["tiered"] = tiered != nullptr;  // false: the full fp16 cache, no windows
         tiers["bits"] = tiered != nullptr ? tiered->config().bits : 16;  // the quantized tier
-        tiers["evicted_are_cold"] =
-            tiered != nullptr && tiered->config().recovery == RecoveryFidelity::kExact;
+        // Quantized windows keep their fp16 original on disk (promoted exactly) under exact
+        // recovery and with a cold tier; evicted ones are dropped (a cold tier's are `cold`).
+        tiers["quant_exact_on_disk"] =
+            tiered != nullptr && (tiered->config().recovery == RecoveryFidelity::kExact ||
+                                  tiered->cold_tier());
         report = json{{"object", "session.cache"},
                       {"id", id},
                       {"policy", tiered != nullptr ? tiered->config().policy : whole},
