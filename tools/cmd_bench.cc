@@ -212,8 +212,10 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
       // to its first token is its prefill (recalls from the cold tier included) and the logits.
       session.ContinueRun(f.follow_up, 1);
       if (f.cold_page_cache == "dropped") session.cache().DropColdPageCache();
+      if (last && f.perf_phase == "follow-up") perf.Send("enable");
       const auto start = std::chrono::steady_clock::now();
       session.Prefill(follow_up);
+      if (last && f.perf_phase == "follow-up") perf.Send("disable");
       row.follow_up_ttft_s.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       const KvStats after = session.cache().Stats();
@@ -422,7 +424,7 @@ std::function<int()> RegisterBench(CLI::App& app) {
                   "fifo of `perf record -D -1 --control fifo:FIFO`: profile one phase only");
   cmd->add_option("--perf-phase", flags->perf_phase, "phase --perf-control enables")
       ->capture_default_str()
-      ->check(CLI::IsMember({"prefill", "decode"}));
+      ->check(CLI::IsMember({"prefill", "decode", "follow-up"}));
   AddKvFlags(*cmd, flags->kv,
              {true, true,
               "machine-readable output: one JSON object on stdout (with --kv-stats, the cache "

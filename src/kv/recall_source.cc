@@ -245,8 +245,15 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
       if (!std::isfinite(m)) continue;
       max_out[sh * n_chunks + chunk] = m;
       ExpShiftSum(x, n_ct, m);
+      // Each window's sum, in token order (no division per token: this loop runs for every
+      // query, head and cold token of a scan).
       float* sums = sums_out + sh * n_cand + c0;
-      for (int64_t t = 0; t < n_ct; ++t) sums[t / window] += x[t];
+      for (int64_t c = 0; c < nc; ++c) {
+        const float* xc = x + c * window;
+        float sum = sums[c];
+        for (int t = 0; t < window; ++t) sum += xc[t];
+        sums[c] = sum;
+      }
     }
   };
   if (batch_pool_ != nullptr && n_chunks > 1) {
@@ -284,7 +291,11 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
       }
       const float inv = per_head / z;
       float* out = by_head.data() + static_cast<int64_t>(h / group) * units;
-      for (int64_t t = sink; t < vis; ++t) out[(t - sink) / window] += res[t] * inv;
+      for (int64_t w0 = sink; w0 < vis; w0 += window) {  // each resident window in turn
+        float* o = out + (w0 - sink) / window;
+        const int64_t end = std::min<int64_t>(vis, w0 + window);
+        for (int64_t t = w0; t < end; ++t) *o += res[t] * inv;
+      }
       for (int64_t k = 0; k < n_cand; ++k) out[n_win + k] += sums[k] * chunk_scale[k / kChunk] * inv;
     }
   }
