@@ -134,16 +134,34 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
                 -std::numeric_limits<float>::infinity());
   row_max.assign(static_cast<size_t>(n_obs) * n_heads, -std::numeric_limits<float>::infinity());
   visible.resize(n_obs);
+  int64_t most_visible = 0;
   for (int s = 0; s < n_obs; ++s) {
     visible[s] = table.VisibleTo(l, position(s));
-    if (visible[s] == 0) continue;
-    const float* q = query(s);
+    most_visible = std::max(most_visible, visible[s]);
+  }
+  // All the queries of a KV head scored in one call (a quantized window is dequantized and
+  // rotated once for them all, not once a query): their rows gathered, [s][j][hd], scored over
+  // the most any of them sees, then each row's visible part copied to its place.
+  if (most_visible > 0) {
+    thread_local std::vector<float> group_q, group_logits;
+    const int64_t n_rows = static_cast<int64_t>(n_obs) * group;
+    group_q.resize(static_cast<size_t>(n_rows * hd));
+    group_logits.resize(static_cast<size_t>(n_rows * most_visible));
     for (int g = 0; g < n_kv; ++g) {
-      float* rows = logits.data() + (static_cast<int64_t>(s) * n_heads + g * group) * n_res;
-      cache.ScoreRange(layer, g, 0, visible[s], q + static_cast<int64_t>(g) * group * hd, group,
-                       rows, n_res, scale);
-      for (int j = 0; j < group; ++j) {
-        row_max[s * n_heads + g * group + j] = MaxOf(rows + j * n_res, visible[s]);
+      for (int s = 0; s < n_obs; ++s) {
+        std::copy_n(query(s) + static_cast<int64_t>(g) * group * hd, group * hd,
+                    group_q.data() + static_cast<int64_t>(s) * group * hd);
+      }
+      cache.ScoreRange(layer, g, 0, most_visible, group_q.data(), static_cast<int>(n_rows),
+                       group_logits.data(), most_visible, scale);
+      for (int s = 0; s < n_obs; ++s) {
+        if (visible[s] == 0) continue;
+        for (int j = 0; j < group; ++j) {
+          const int64_t h = static_cast<int64_t>(s) * n_heads + g * group + j;
+          const float* from = group_logits.data() + (static_cast<int64_t>(s) * group + j) * most_visible;
+          std::copy_n(from, visible[s], logits.data() + h * n_res);
+          row_max[h] = MaxOf(logits.data() + h * n_res, visible[s]);
+        }
       }
     }
   }
