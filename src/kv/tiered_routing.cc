@@ -454,8 +454,8 @@ void TieredCache::Promote(int layer, WindowRecord& w, std::vector<float>& scratc
   const int64_t elems = int64_t{n_kv} * window * hd;
   const int64_t fp_block_bytes = ledger_.fp_block_bytes();
   bytes.resize(fp_block_bytes);
-  if (w.cold_slot >= 0) {
-    store_.disk()->Read(w.cold_slot, ColdBlockTag(layer, w.index), bytes.data());
+  if (w.cold_slot >= 0) {  // (ReadDisk: other layers may be writing the store meanwhile)
+    store_.ReadDisk(w.cold_slot, ColdBlockTag(layer, w.index), bytes.data());
   } else {
     const uint8_t* q = store_.SharedData(WindowStore::Kind::kQuant, w.block);
     scratch.resize(elems);
