@@ -173,6 +173,9 @@ QEVICT_MATMUL_BENCH(Q8_0_49152x576, GgmlType::kQ8_0, 49152, 576, true);
 QEVICT_MATMUL_BENCH(Q5_0_1024x640, GgmlType::kQ5_0, 1024, 640, false);
 QEVICT_MATMUL_BENCH(Q5_0_2048x640, GgmlType::kQ5_0, 2048, 640, false);
 QEVICT_MATMUL_BENCH(Q5_0_640x2048, GgmlType::kQ5_0, 640, 2048, false);
+// Gemma 3 270M's output projection (the tied token embedding, Q8_0): 262144x640, read for
+// every decoded token.
+QEVICT_MATMUL_BENCH(Q8_0_262144x640, GgmlType::kQ8_0, 262144, 640, true);
 // K-quants need rows that are multiples of 256 columns: 768 stands in for 576.
 QEVICT_MATMUL_BENCH(Q4_K_768x768, GgmlType::kQ4_K, 768, 768, false);
 QEVICT_MATMUL_BENCH(Q4_K_1536x768, GgmlType::kQ4_K, 1536, 768, false);

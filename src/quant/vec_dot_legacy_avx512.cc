@@ -13,6 +13,8 @@
 //
 // One pass handles up to four activation rows, so each weight pair is loaded and
 // unpacked once for all of them.
+#include <type_traits>
+
 #include "quant/block32_avx512.h"
 #include "quant/simd_helpers_avx512.h"
 #include "quant/tile_passes.h"
@@ -96,6 +98,53 @@ inline void RowDot(int64_t nb, const uint8_t* w, const ActPointers<T>& a, float 
   for (int t = 0; t < T; ++t) out[t] = HorizontalSum(_mm512_add_ps(acc[t], acc_const[t]));
 }
 
+// Formats without a min (Q5_0, Q8_0): the signed weight codes (Q5_0's 0..31 less 16, Q8_0's as
+// stored) times the signed activation codes, as vpdpbusd's unsigned x signed product of |w| and
+// the activation codes with w's sign moved onto them (activation codes are within [-127, 127],
+// so negating them cannot overflow; |-128| is 128 unsigned). No constant term is left, and the
+// pair's two block scales are read from the blocks themselves: no gather, whose latency the short
+// rows of decode (20 blocks at 640 columns) cannot hide (Gemma 3's Q8_0 output projection:
+// 12.8 -> 9.9 ms a token on one thread, docs/kernels.md).
+template <class F, int T, bool kTwo>
+inline void SignedPairStep(const uint8_t* b0, const ActPointers<T>& a, int64_t e, __m512 acc[T]) {
+  static_assert(!F::kHasMin);
+  PrefetchAhead(b0, 2 * F::kBlockBytes);
+  // LoadPair's unsigned codes less the offset's magnitude (Q8_0: flipping the top bit back).
+  const __m512i w = _mm512_add_epi8(LoadPair<F, kTwo>(b0), _mm512_set1_epi8(static_cast<char>(F::kOffset)));
+  const __m512i w_abs = _mm512_abs_epi8(w);
+  const __mmask64 negative = _mm512_movepi8_mask(w);
+  uint16_t h0, h1 = 0;
+  std::memcpy(&h0, b0, 2);
+  if constexpr (kTwo) std::memcpy(&h1, b0 + F::kBlockBytes, 2);
+  const __m256i halves = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(h0))),
+                                                 _mm_set1_epi16(static_cast<short>(h1)), 1);
+  const __m512 d_weight = _mm512_cvtph_ps(halves);
+  for (int t = 0; t < T; ++t) {
+    __m512i codes;
+    __m512 d_act;
+    if constexpr (kTwo) {
+      codes = _mm512_loadu_si512(a.qs[t] + e);
+      d_act = _mm512_loadu_ps(a.d_wide[t] + e / 4);
+    } else {
+      codes = _mm512_maskz_loadu_epi8(0xffffffffu, a.qs[t] + e);
+      d_act = _mm512_maskz_loadu_ps(0x00ff, a.d_wide[t] + e / 4);
+    }
+    const __m512i signed_codes = _mm512_mask_sub_epi8(codes, negative, _mm512_setzero_si512(), codes);
+    const __m512i dot = _mm512_dpbusd_epi32(ZeroInt(), w_abs, signed_codes);
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d_weight, d_act), acc[t]);
+  }
+}
+
+template <class F, int T>
+inline void SignedRowDot(int64_t nb, const uint8_t* w, const ActPointers<T>& a, float out[T]) {
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) SignedPairStep<F, T, true>(w + b * F::kBlockBytes, a, b * 32, acc);
+  if (b < nb) SignedPairStep<F, T, false>(w + b * F::kBlockBytes, a, b * 32, acc);
+  for (int t = 0; t < T; ++t) out[t] = HorizontalSum(acc[t]);
+}
+
 template <class F, int T>
 void Rows(int64_t n, const uint8_t* w, size_t w_stride, int n_rows, const uint8_t* act, size_t act_stride,
           float* out, int64_t out_stride) {
@@ -108,7 +157,11 @@ void Rows(int64_t n, const uint8_t* w, size_t w_stride, int n_rows, const uint8_
   }
   for (int r = 0; r < n_rows; ++r) {
     float result[T];
-    RowDot<F, T>(n / 32, w + r * w_stride, a, result);
+    if constexpr (!F::kHasMin) {
+      SignedRowDot<F, T>(n / 32, w + r * w_stride, a, result);
+    } else {
+      RowDot<F, T>(n / 32, w + r * w_stride, a, result);
+    }
     for (int t = 0; t < T; ++t) out[t * out_stride + r] = result[t];
   }
 }
