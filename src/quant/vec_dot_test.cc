@@ -105,7 +105,7 @@ TEST(VecDotTest, EveryKernelAtEverySupportedLevel) {
       for (DotShape shape : {DotShape::kTiles, DotShape::kSingleRow}) {
         for (int64_t n : lengths) {
           for (int n_tok = 1; n_tok <= kMaxTileTokens; ++n_tok) {
-            for (int n_rows : {1, 2, 3, 5}) {
+            for (int n_rows : {1, 2, 3, 5, 9}) {  // 5 and 9: kernels that take rows four at a time
               CheckCase({type, n, n_rows, n_tok, seed++, false}, level, shape);
               CheckCase({type, n, n_rows, n_tok, seed++, true}, level, shape);
             }
