@@ -181,7 +181,7 @@ elif [ "$PART" = recall-gemma ]; then
   # 16k and drift at 8k in prompt-end mode (one fp16 prefill forked into every row); needles at
   # 8k again in bounded prefill (512-token chunks under the budget, a prefill per row) for the
   # policies a user runs that way; drift at 16k. About 16, 14, 35, 20 and 35 min on 2 cores.
-  TOTAL=13
+  TOTAL=16
   POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle}
   S=${RUN_SUFFIX:-}
   GR=(--budgets 0.05,0.1 --kv-budget-scope global --protocol context-only)
@@ -218,6 +218,14 @@ elif [ "$PART" = recall-gemma ]; then
     --kv-budget-scope global --policies "$POLICIES" --tasks drift --lengths 8192 --samples 30
   run "recall-gemma-niah-16k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
     --kv-budget-scope global --policies "$POLICIES" --tasks niah --lengths 16384 "${DEPTHS10[@]}"
+  # Added in session 10: the rest of the question-in-prompt cells (drift at 16k about 40 min;
+  # the needles and drift at 32k over an hour each: run them with SHARDS).
+  run "recall-gemma-drift-16k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
+    --kv-budget-scope global --policies "$POLICIES" --tasks drift --lengths 16384 --samples 30
+  run "recall-gemma-niah-32k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
+    --kv-budget-scope global --policies "$POLICIES" --tasks niah --lengths 32000 "${DEPTHS10[@]}"
+  run "recall-gemma-drift-32k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
+    --kv-budget-scope global --policies "$POLICIES" --tasks drift --lengths 32000 --samples 30
   run "recall-gemma-niah-16k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
     --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks niah --lengths 16384 \
     "${DEPTHS10[@]}"
