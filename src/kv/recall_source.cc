@@ -366,18 +366,31 @@ void RecallSource::ShortlistByDigest(const WindowTable& table, const LayerWindow
   const int64_t n_cold = static_cast<int64_t>(l.cold.size());
   const DigestGeometry dg{n_kv, hd, table.window()};
   const DigestContext* context = l.has_digest_context ? &l.digest_context : nullptr;
+  // The windows of a digest group share one digest (they come in index order, so a group's are
+  // consecutive): its estimates for every query and head are computed at the group's first
+  // window and reused for the others.
+  const uint8_t* estimated = nullptr;
+  thread_local std::vector<float> estimates;
+  estimates.resize(static_cast<size_t>(n_obs) * n_heads);
   for (int64_t k = 0; k < n_cold; ++k) {
     const uint8_t* digest = table.Digest(l, static_cast<size_t>(k));
+    if (digest != estimated) {
+      for (int s = 0; s < n_obs; ++s) {
+        for (int h = 0; h < n_heads; ++h) {
+          estimates[s * n_heads + h] =
+              WindowDigest::EstimateBytes(kind_, dg, digest, h / group,
+                                          queries[s] + static_cast<int64_t>(h) * hd, context) *
+              scale;
+        }
+      }
+      estimated = digest;
+    }
     const int32_t first_pos = table.position(table.FirstToken(l.cold[k].index));
     float best = -std::numeric_limits<float>::infinity();
     for (int s = 0; s < n_obs; ++s) {
       if (first_pos > positions[s]) continue;
       for (int h = 0; h < n_heads; ++h) {
-        const float e = WindowDigest::EstimateBytes(kind_, dg, digest, h / group,
-                                                    queries[s] + static_cast<int64_t>(h) * hd,
-                                                    context) *
-                        scale;
-        best = std::max(best, e - row_max[s * n_heads + h]);
+        best = std::max(best, estimates[s * n_heads + h] - row_max[s * n_heads + h]);
       }
     }
     if (best > -std::numeric_limits<float>::infinity()) ranked.emplace_back(best, k);
