@@ -29,7 +29,8 @@
 #
 # Environment: BIN (default build/qevict), MODEL, THREADS (2), CTX (512,4096,8192), GEN (64), REPS (2),
 # ROUNDS (3), QUIET_WAIT (30), QUIET_IDLE (0.75), KV_CTX (4096,8192), KV_POLICIES (all: every policy
-# `qevict run --help` lists; or a comma list), KV_BUDGETS (0.05,0.1), KV_REPS (1), PROFILE (1 = when perf
+# `qevict run --help` lists; or a comma list), KV_BUDGETS (0.05,0.1), KV_REPS (1), KV_SCOPE (empty; `global`:
+# the KV table's budgets are of the global layers' cache, --kv-budget-scope global), PROFILE (1 = when perf
 # works, 0 = skip), LLAMACPP (1 = compare with llama.cpp, 0 = qevict only), OUT
 # (docs/benchmarks.md), WORK (keep the raw results there instead of a temporary directory),
 # Without the speed stage (STAGES=memory, or kv,memory,cold: `make bench-kv`), only the sections
@@ -57,6 +58,7 @@ KV_CTX=${KV_CTX:-4096,8192}
 KV_BUDGETS=${KV_BUDGETS:-0.05,0.1}
 KV_POLICIES=${KV_POLICIES:-all}
 KV_REPS=${KV_REPS:-1}
+KV_SCOPE=${KV_SCOPE:-}
 STAGES=${STAGES:-speed,speed1,kv,memory,cold,profile}
 MEM_CTX=${MEM_CTX:-2048,6144,8192}
 MEM_POLICIES=${MEM_POLICIES:-qevict,snapkv,h2o,qevict-recall}
@@ -211,7 +213,8 @@ for L in "${kv_ctx_list[@]}"; do
     for b in "${budgets[@]}"; do
       log "kv: $p at budget $b, context $L"
       if ! "$BIN" bench -m "$MODEL" --ctx "$L" -t "$THREADS" --gen "$GEN" --reps "$KV_REPS" --json \
-          --bandwidth-mib 0 --kv-policy "$p" --kv-budget "$b" >"$WORK/kv_${p}_${b}_L$L.json" \
+          --bandwidth-mib 0 --kv-policy "$p" --kv-budget "$b" ${KV_SCOPE:+--kv-budget-scope "$KV_SCOPE"} \
+          >"$WORK/kv_${p}_${b}_L$L.json" \
           2>"$WORK/kv_${p}_${b}_L$L.err"; then
         log "kv: $p at $b failed: $(tail -1 "$WORK/kv_${p}_${b}_L$L.err")"
         rm -f "$WORK/kv_${p}_${b}_L$L.json"
@@ -306,7 +309,7 @@ json.dump({
     "bin": "$BIN", "model": "$MODEL", "threads": $THREADS, "gen": $GEN, "reps": $REPS,
     "rounds": $ROUNDS, "ctx": "$CTX", "ctx1": "$CTX1", "quiet_idle": $QUIET_IDLE,
     "quiet_wait": $QUIET_WAIT, "quiet_load": $QUIET_LOAD, "kv_ctx": "$KV_CTX", "kv_budgets": "$KV_BUDGETS",
-    "kv_reps": $KV_REPS, "mem_ctx": "$MEM_CTX", "mem_budgets": "$MEM_BUDGETS",
+    "kv_reps": $KV_REPS, "kv_scope": "$KV_SCOPE", "mem_ctx": "$MEM_CTX", "mem_budgets": "$MEM_BUDGETS",
     "mem_gen": $MEM_GEN, "cold_ctx": $COLD_CTX, "cold_budget": $COLD_BUDGET, "cold_reps": $COLD_REPS,
     "llama_bench": "$LLAMA_BENCH",
     "llama_version": sh("scripts/bench_llamacpp.sh version") if "$LLAMA_BENCH" else "",

@@ -564,7 +564,11 @@ def render_kv(work, meta, bw=0.0):
               "reads (weights + the KV the cache holds, as `qevict bench` counts them) / the read "
               "bandwidth measured above (%s GB/s)." % (
                   meta.get("threads"), meta.get("gen"), meta.get("kv_reps", "?"),
-                  fmt(bw) if bw else "not measured"), "",
+                  fmt(bw) if bw else "not measured")
+              + (" Budgets marked *(global)* are of the global layers' fp16 cache "
+                 "(`--kv-budget-scope global`): the sliding-window layers' rings are kept whole "
+                 "on top of it, in the KV columns." if meta.get("kv_scope") == "global" else ""),
+              "",
               "| context | policy | budget | prefill tok/s | decode tok/s | decode vs full | "
               "share of its bandwidth limit | "
               "KV after prompt | KV at end | KV peak | KV budget | peak RSS | RSS at end |",
@@ -575,7 +579,8 @@ def render_kv(work, meta, bw=0.0):
         share = (pct(100.0 * r["decode_tps"] * r["bytes_per_token"] / (bw * 1e9))
                  if bw and r.get("bytes_per_token") and r.get("decode_tps") else "n/a")
         lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["ctx"], r["policy"], "-" if r["budget"] == "none" else r["budget"],
+            r["ctx"], r["policy"], "-" if r["budget"] == "none" else
+            r["budget"] + (" (global)" if meta.get("kv_scope") == "global" else ""),
             fmt(r["prefill_tps"]), fmt(r["decode_tps"]),
             ratio_str(r["decode_tps"], f["decode_tps"]) if f else "n/a", share,
             mib(r["kv_resident_bytes_after_prompt"]), mib(r["kv_resident_bytes"]),
