@@ -508,13 +508,16 @@ def test_request_log_line(srv, args):
     # generation finishing): this test's lines are found by what they are. A streamed response
     # is logged once its connection's handler returns, which can be after the client has read
     # the last chunk and sent /health on another connection: only the whole response's line is
-    # sure to come first.
+    # sure to come first. An earlier test's request may use `qevict` too (seen under load: a
+    # 739-token prompt's line came after the marker), so the whole response's line is the one
+    # with this request's prompt length (a line that miscounted it is never found: the test fails).
     def ours():
         whole = streamed = health = None
         for line in log_lines(srv, marker):
             chat = line["path"] == "/v1/chat/completions"
             if whole is None:
-                if chat and line["policy"] == "qevict":
+                if (chat and line["policy"] == "qevict" and
+                        line["prompt"] == str(r.usage.prompt_tokens)):
                     whole = line
             elif streamed is None and chat and line["policy"] == "full":
                 streamed = line
