@@ -211,7 +211,9 @@ elif [ "$PART" = recall-gemma ]; then
   # SHARDS, a few a session): drift at 32k, prompt-end (over an hour with every policy); the
   # needles and drift at 16k in bounded prefill (a 16k prefill a row: a few hours a cell for the
   # three policies). Drift at 8k and the needles at 16k with the question in the prompt were run
-  # in session 9 (about 10 and 18 min).
+  # in session 9 (about 10 and 18 min); the needles at 16k in bounded prefill (about 30 min a
+  # shard of 10 instances alone on 2 cores, 3 shards) and drift at 16k with the question in the
+  # prompt (23 min) in session 10.
   run "recall-gemma-drift-32k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
     --tasks drift --lengths 32000 --samples 30
   run "recall-gemma-drift-8k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
