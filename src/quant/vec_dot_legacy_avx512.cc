@@ -105,20 +105,41 @@ inline void RowDot(int64_t nb, const uint8_t* w, const ActPointers<T>& a, float 
 // pair's two block scales are read from the blocks themselves: no gather, whose latency the short
 // rows of decode (20 blocks at 640 columns) cannot hide (Gemma 3's Q8_0 output projection:
 // 12.8 -> 9.9 ms a token on one thread, docs/kernels.md).
-template <class F, int T, bool kTwo>
-inline void SignedPairStep(const uint8_t* b0, const ActPointers<T>& a, int64_t e, __m512 acc[T]) {
-  static_assert(!F::kHasMin);
-  PrefetchAhead(b0, 2 * F::kBlockBytes);
-  // LoadPair's unsigned codes less the offset's magnitude (Q8_0: flipping the top bit back).
-  const __m512i w = _mm512_add_epi8(LoadPair<F, kTwo>(b0), _mm512_set1_epi8(static_cast<char>(F::kOffset)));
-  const __m512i w_abs = _mm512_abs_epi8(w);
-  const __mmask64 negative = _mm512_movepi8_mask(w);
+// The signed codes of blocks b0 and (when kTwo) b0 + 1: Q8_0's bytes as stored (two loads, no
+// offset taken off and put back), Q5_0's unsigned codes less 16.
+template <class F, bool kTwo>
+inline __m512i SignedPair(const uint8_t* b0) {
+  if constexpr (F::kNibbles) {
+    return _mm512_add_epi8(LoadPair<F, kTwo>(b0), _mm512_set1_epi8(static_cast<char>(F::kOffset)));
+  } else {
+    const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + F::kQsOffset));
+    if constexpr (!kTwo) return _mm512_zextsi256_si512(q0);
+    const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + F::kBlockBytes + F::kQsOffset));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+  }
+}
+
+// d_weight of the pair: lanes 0-7 the scale of b0, 8-15 that of b0 + 1 (0 when absent), read
+// from the blocks themselves (two scalar loads and broadcasts: cheaper here than a gather, or
+// than a masked vector load and a word permute).
+template <class F, bool kTwo>
+inline __m512 PairWeightScales(const uint8_t* b0) {
   uint16_t h0, h1 = 0;
   std::memcpy(&h0, b0, 2);
   if constexpr (kTwo) std::memcpy(&h1, b0 + F::kBlockBytes, 2);
   const __m256i halves = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(h0))),
                                                  _mm_set1_epi16(static_cast<short>(h1)), 1);
-  const __m512 d_weight = _mm512_cvtph_ps(halves);
+  return _mm512_cvtph_ps(halves);
+}
+
+template <class F, int T, bool kTwo>
+inline void SignedPairStep(const uint8_t* b0, const ActPointers<T>& a, int64_t e, __m512 acc[T]) {
+  static_assert(!F::kHasMin);
+  PrefetchAhead(b0, 2 * F::kBlockBytes);
+  const __m512i w = SignedPair<F, kTwo>(b0);
+  const __m512i w_abs = _mm512_abs_epi8(w);
+  const __mmask64 negative = _mm512_movepi8_mask(w);
+  const __m512 d_weight = PairWeightScales<F, kTwo>(b0);
   for (int t = 0; t < T; ++t) {
     __m512i codes;
     __m512 d_act;
