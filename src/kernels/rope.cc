@@ -39,6 +39,14 @@ Rope::Rope(const RopeConfig& config, int64_t max_positions)
     }
     theta[i] = freq * config.freq_scale;
   }
+  step_cos_.resize(static_cast<size_t>(kSteps) * half_);
+  step_sin_.resize(step_cos_.size());
+  for (int d = 0; d < kSteps; ++d) {
+    for (int i = 0; i < half_; ++i) {
+      step_cos_[d * half_ + i] = static_cast<float>(std::cos(d * theta[i]));
+      step_sin_[d * half_ + i] = static_cast<float>(std::sin(d * theta[i]));
+    }
+  }
   cos_.resize(static_cast<size_t>(max_positions) * half_);
   sin_.resize(cos_.size());
   for (int64_t p = 0; p < max_positions; ++p) {

@@ -13,7 +13,8 @@
 // - Keys, adjacent-pair RoPE: 2K channels at a time are split into their K even and K odd
 //   channels by loading the code bytes as u16 (even byte low, odd byte high) and widening once:
 //   the even codes are (x >> s) & m, the odd ones (x >> (s + 8)) & m. The pair rotation is then
-//   four lane-wise multiply-adds with the position's cos/sin tables loaded as they are. Scales,
+//   four lane-wise multiply-adds with the position's cos/sin (for consecutive positions, as in
+//   a window, stepped from the batch's first: Rope::step_cos, four more per vector). Scales,
 //   zeros and the queries are put in the same even/odd order once per call, so the dot products
 //   are unchanged. (With K = 16 a 2K block spans two slots of a group: the group is broadcast to
 //   both halves and shifted per lane.)
@@ -62,6 +63,7 @@ constexpr int kStagedFloats = 2048; // key rows rotated / value rows dequantized
 constexpr int kQueryFloats = 8192;  // queries in the keys' even/odd order (32 KiB)
 constexpr int kParamFloats = 1024;  // value scales (and zeros) of the rows of one pass
 constexpr int kMaxStagedRows = 8;   // key rows rotated before they are dotted
+static_assert(kMaxStagedRows <= Rope::kSteps, "a batch of key rows is one stepped run");
 
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
 constexpr int kRowKeys = 2;      // AVX2 (16 registers): rows per dot step
@@ -141,10 +143,38 @@ HWY_INLINE void SplitCodes(D d, const uint8_t* row, int c, hn::Vec<D>& even, hn:
   odd = hn::ConvertTo(d, hn::And(pairs >> hn::Add(shift, hn::Set(di, 8)), mask));
 }
 
+// The rotation of one key row: Load(d, i, c, s) gives cos and sin of pairs [i, i + K).
+// From the position's rows of Rope's tables:
+template <class D>
+struct TableRotation {
+  const float* cs;
+  const float* sn;
+  HWY_INLINE void Load(D d, int i, hn::Vec<D>& c, hn::Vec<D>& s) const {
+    c = hn::LoadU(d, cs + i);
+    s = hn::LoadU(d, sn + i);
+  }
+};
+
+// From the rows of a run's first position b and of the step d (Rope::step_cos): the angle
+// addition of rope.h. At d = 0 the step is (1, 0) and the result is the base rows exactly.
+template <class D>
+struct SteppedRotation {
+  const float* base_cs;
+  const float* base_sn;
+  const float* step_cs;
+  const float* step_sn;
+  HWY_INLINE void Load(D d, int i, hn::Vec<D>& c, hn::Vec<D>& s) const {
+    const auto c0 = hn::LoadU(d, base_cs + i), s0 = hn::LoadU(d, base_sn + i);
+    const auto c1 = hn::LoadU(d, step_cs + i), s1 = hn::LoadU(d, step_sn + i);
+    c = hn::MulSub(c0, c1, hn::Mul(s0, s1));
+    s = hn::MulAdd(s0, c1, hn::Mul(c0, s1));
+  }
+};
+
 // One key row, dequantized and rotated (adjacent pairs over [0, rot)), in even/odd order.
-template <int BITS, class D>
+template <int BITS, class D, class Rotation>
 HWY_INLINE void SplitKeyRow(D d, const uint8_t* codes, const float* scales, const float* zeros,
-                            int hd, int rot, const float* cs, const float* sn, float* dst) {
+                            int hd, int rot, const Rotation& rotation, float* dst) {
   const int K = LanesOf(d);
   for (int c = 0; c < hd; c += 2 * K) {
     hn::Vec<D> ke, ko;
@@ -152,7 +182,8 @@ HWY_INLINE void SplitKeyRow(D d, const uint8_t* codes, const float* scales, cons
     ke = hn::MulAdd(ke, hn::Load(d, scales + c), hn::Load(d, zeros + c));
     ko = hn::MulAdd(ko, hn::Load(d, scales + c + K), hn::Load(d, zeros + c + K));
     if (c < rot) {
-      const auto cv = hn::LoadU(d, cs + c / 2), sv = hn::LoadU(d, sn + c / 2);
+      hn::Vec<D> cv, sv;
+      rotation.Load(d, c / 2, cv, sv);
       hn::Store(hn::MulSub(ke, cv, hn::Mul(ko, sv)), d, dst + c);
       hn::Store(hn::MulAdd(ke, sv, hn::Mul(ko, cv)), d, dst + c + K);
     } else {
@@ -163,9 +194,9 @@ HWY_INLINE void SplitKeyRow(D d, const uint8_t* codes, const float* scales, cons
 }
 
 // One key row, dequantized and rotated (NEOX halves (i, i + rot/2)), in natural order.
-template <int BITS, class D>
+template <int BITS, class D, class Rotation>
 HWY_INLINE void NeoxKeyRow(D d, const uint8_t* codes, const float* scales, const float* zeros,
-                           int hd, int rot, const float* cs, const float* sn, float* dst) {
+                           int hd, int rot, const Rotation& rotation, float* dst) {
   const int K = LanesOf(d), half = rot / 2;
   const auto key = [&](int c) {
     return hn::MulAdd(NaturalCodes<BITS>(d, codes, c), hn::Load(d, scales + c),
@@ -173,7 +204,8 @@ HWY_INLINE void NeoxKeyRow(D d, const uint8_t* codes, const float* scales, const
   };
   for (int i = 0; i < half; i += K) {
     const auto lo = key(i), hi = key(i + half);
-    const auto cv = hn::LoadU(d, cs + i), sv = hn::LoadU(d, sn + i);
+    hn::Vec<D> cv, sv;
+    rotation.Load(d, i, cv, sv);
     hn::Store(hn::MulSub(lo, cv, hn::Mul(hi, sv)), d, dst + i);
     hn::Store(hn::MulAdd(lo, sv, hn::Mul(hi, cv)), d, dst + i + half);
   }
@@ -270,16 +302,26 @@ HWY_NOINLINE void ScoreKeys(D d, const QuantLayout& l, const uint8_t* block, int
     }
     for (int tb = t0; tb < t1; tb += batch) {
       const int nt = std::min(batch, t1 - tb);
+      const int32_t* pos = positions + (tb - t0);
+      // A window's keys have consecutive positions: their rotations are stepped from the
+      // first one's (rope.h), so the big tables are read once per batch, not once per key.
+      bool consecutive = true;
+      for (int t = 1; t < nt; ++t) consecutive = consecutive && pos[t] == pos[0] + t;
       for (int t = 0; t < nt; ++t) {
         const uint8_t* codes = codes0 + int64_t{tb + t} * l.row_bytes;
-        const int32_t pos = positions[tb + t - t0];
         float* dst = rows + t * hd;
-        if (split) {
-          SplitKeyRow<BITS>(d, codes, scales, zeros, hd, rot, rope.cos_at(pos), rope.sin_at(pos),
-                            dst);
+        const auto row = [&](const auto& rotation) {
+          if (split) {
+            SplitKeyRow<BITS>(d, codes, scales, zeros, hd, rot, rotation, dst);
+          } else {
+            NeoxKeyRow<BITS>(d, codes, scales, zeros, hd, rot, rotation, dst);
+          }
+        };
+        if (consecutive) {
+          row(SteppedRotation<D>{rope.cos_at(pos[0]), rope.sin_at(pos[0]), rope.step_cos(t),
+                                 rope.step_sin(t)});
         } else {
-          NeoxKeyRow<BITS>(d, codes, scales, zeros, hd, rot, rope.cos_at(pos), rope.sin_at(pos),
-                           dst);
+          row(TableRotation<D>{rope.cos_at(pos[t]), rope.sin_at(pos[t])});
         }
       }
       DotQueries(d, qc, nq, hd, rows, nt, scale, scores + q0 * ld + (tb - t0), ld);
