@@ -30,7 +30,8 @@
 # Environment: BIN (default build/qevict), MODEL, THREADS (2), CTX (512,4096,8192), GEN (64), REPS (2),
 # ROUNDS (3), QUIET_WAIT (30), QUIET_IDLE (0.75), KV_CTX (4096,8192), KV_POLICIES (all: every policy
 # `qevict run --help` lists; or a comma list), KV_BUDGETS (0.05,0.1), KV_REPS (1), KV_SCOPE (empty; `global`:
-# the KV table's budgets are of the global layers' cache, --kv-budget-scope global), PROFILE (1 = when perf
+# the KV table's budgets are of the global layers' cache, --kv-budget-scope global), KV_FLOOR_CTX (512:
+# the full cache's decode at this short context bounds every policy's speed-up; 0 = skip), PROFILE (1 = when perf
 # works, 0 = skip), LLAMACPP (1 = compare with llama.cpp, 0 = qevict only), OUT
 # (docs/benchmarks.md), WORK (keep the raw results there instead of a temporary directory),
 # Without the speed stage (STAGES=memory, or kv,memory,cold: `make bench-kv`), only the sections
@@ -59,6 +60,7 @@ KV_BUDGETS=${KV_BUDGETS:-0.05,0.1}
 KV_POLICIES=${KV_POLICIES:-all}
 KV_REPS=${KV_REPS:-1}
 KV_SCOPE=${KV_SCOPE:-}
+KV_FLOOR_CTX=${KV_FLOOR_CTX:-512}
 STAGES=${STAGES:-speed,speed1,kv,memory,cold,profile}
 MEM_CTX=${MEM_CTX:-2048,6144,8192}
 MEM_POLICIES=${MEM_POLICIES:-qevict,snapkv,h2o,qevict-recall}
@@ -203,6 +205,13 @@ else
 fi
 IFS=, read -r -a kv_ctx_list <<<"$KV_CTX"
 IFS=, read -r -a budgets <<<"$KV_BUDGETS"
+# The floor of the KV table: the full cache at KV_FLOOR_CTX tokens, where attention costs almost
+# nothing, so its decode is the weights' time: no cache decodes faster at any context.
+if stage kv && [ "$KV_FLOOR_CTX" != 0 ]; then
+  log "kv: full at $KV_FLOOR_CTX (the weights' floor)"
+  "$BIN" bench -m "$MODEL" --ctx "$KV_FLOOR_CTX" -t "$THREADS" --gen "$GEN" --reps "$KV_REPS" --json \
+    --bandwidth-mib 0 >"$WORK/kvfloor_L$KV_FLOOR_CTX.json"
+fi
 for L in "${kv_ctx_list[@]}"; do
   stage kv || break
   log "kv: full at $L"

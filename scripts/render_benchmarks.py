@@ -600,7 +600,38 @@ def render_kv(work, meta, bw=0.0):
         lines.append("- %s at budget %s, context %d: failed: `%s`" % (p, b, L, msg))
     if fails:
         lines.append("")
-    return lines + render_follow_up(rows)
+    return lines + render_floor(work, rows) + render_follow_up(rows)
+
+
+def render_floor(work, rows):
+    """The speed-up no cache can pass: the full cache's decode at a short context (kvfloor_L*.json,
+    where attention costs almost nothing) over its decode at each context of the table."""
+    floors = [(ctx_of(p), try_load(p)) for p in glob.glob(os.path.join(work, "kvfloor_L*.json"))]
+    floors = [(c, j["rows"][0]) for c, j in floors if j and j.get("rows")]
+    if not floors:
+        return []
+    floor_ctx, floor = min(floors, key=lambda f: f[0])
+    full, order = full_and_order(rows)
+    lines = ["### The weights' floor", "",
+             "The full cache at %d tokens, where attention costs almost nothing, decodes at %s "
+             "tok/s in the same run: about the time of the weights alone (matrix products, the "
+             "output projection), which every policy pays (the little attention left in it makes "
+             "the bound below slightly low). So no cache decodes much faster than that at any "
+             "context, and its speed-up over the full cache is bounded:" % (
+                 floor_ctx, fmt(floor["decode_tps"])), ""]
+    for L in sorted(full):
+        f = full[L]
+        if L <= floor_ctx or not f.get("decode_tps"):
+            continue
+        bound = floor["decode_tps"] / f["decode_tps"]
+        best = [r for r in order if r["ctx"] == L and r["policy"] != "full" and r.get("decode_tps")]
+        reached = "; ".join("`%s` at %s %s (%s of the way from 1x)" % (
+            r["policy"], r["budget"], ratio_str(r["decode_tps"], f["decode_tps"]),
+            pct(100.0 * (r["decode_tps"] / f["decode_tps"] - 1.0) / (bound - 1.0))
+            if bound > 1.0 else "n/a") for r in best)
+        lines.append("- at %d tokens: about %.2fx at most (full cache %s tok/s)%s" % (
+            L, bound, fmt(f["decode_tps"]), (": " + reached) if reached else ""))
+    return lines + [""]
 
 
 def cold_text(r):
