@@ -36,6 +36,20 @@ struct ActPointers {
   const float* sums[T];
 };
 
+// The activation codes of the pair of blocks starting at element e (64 bytes, or 32 and zeros
+// when the second block is absent) and their scales as stored (each eight times: lanes 0-7 the
+// first block's, 8-15 the second's).
+template <bool kTwo>
+inline void LoadActPair(const int8_t* qs, const float* d_wide, int64_t e, __m512i& codes, __m512& d_act) {
+  if constexpr (kTwo) {
+    codes = _mm512_loadu_si512(qs + e);
+    d_act = _mm512_loadu_ps(d_wide + e / 4);
+  } else {
+    codes = _mm512_maskz_loadu_epi8(0xffffffffu, qs + e);
+    d_act = _mm512_maskz_loadu_ps(0x00ff, d_wide + e / 4);
+  }
+}
+
 // acc[t] += (W_pair . A_t,pair per lane) * d_weight * d_act for the pair of blocks starting at
 // element e. d_weight holds the two blocks' scales in lanes 0-7 and 8-15.
 template <class F, int T, bool kTwo>
@@ -45,13 +59,7 @@ inline void PairStep(const uint8_t* blk, __m512 d_weight, const ActPointers<T>& 
   for (int t = 0; t < T; ++t) {
     __m512i codes;
     __m512 d_act;
-    if constexpr (kTwo) {
-      codes = _mm512_loadu_si512(a.qs[t] + e);
-      d_act = _mm512_loadu_ps(a.d_wide[t] + e / 4);
-    } else {
-      codes = _mm512_maskz_loadu_epi8(0xffffffffu, a.qs[t] + e);
-      d_act = _mm512_maskz_loadu_ps(0x00ff, a.d_wide[t] + e / 4);
-    }
+    LoadActPair<kTwo>(a.qs[t], a.d_wide[t], e, codes, d_act);
     const __m512i dot = _mm512_dpbusd_epi32(ZeroInt(), wq, codes);
     acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d_weight, d_act), acc[t]);
   }
@@ -143,13 +151,7 @@ inline void SignedPairStep(const uint8_t* b0, const ActPointers<T>& a, int64_t e
   for (int t = 0; t < T; ++t) {
     __m512i codes;
     __m512 d_act;
-    if constexpr (kTwo) {
-      codes = _mm512_loadu_si512(a.qs[t] + e);
-      d_act = _mm512_loadu_ps(a.d_wide[t] + e / 4);
-    } else {
-      codes = _mm512_maskz_loadu_epi8(0xffffffffu, a.qs[t] + e);
-      d_act = _mm512_maskz_loadu_ps(0x00ff, a.d_wide[t] + e / 4);
-    }
+    LoadActPair<kTwo>(a.qs[t], a.d_wide[t], e, codes, d_act);
     const __m512i signed_codes = _mm512_mask_sub_epi8(codes, negative, _mm512_setzero_si512(), codes);
     const __m512i dot = _mm512_dpbusd_epi32(ZeroInt(), w_abs, signed_codes);
     acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(d_weight, d_act), acc[t]);
