@@ -39,29 +39,50 @@ Rope::Rope(const RopeConfig& config, int64_t max_positions)
     }
     theta[i] = freq * config.freq_scale;
   }
-  step_cos_.resize(static_cast<size_t>(kSteps) * half_);
-  step_sin_.resize(step_cos_.size());
-  for (int d = 0; d < kSteps; ++d) {
-    for (int i = 0; i < half_; ++i) {
-      step_cos_[d * half_ + i] = static_cast<float>(std::cos(d * theta[i]));
-      step_sin_[d * half_ + i] = static_cast<float>(std::sin(d * theta[i]));
+  const int64_t coarse_rows = (max_positions + kStride - 1) / kStride;
+  const auto fill = [&](int64_t rows, int64_t step, std::vector<double>& c, std::vector<double>& sn,
+                        std::vector<float>& cf, std::vector<float>& sf) {
+    c.resize(static_cast<size_t>(rows) * half_);
+    sn.resize(c.size());
+    cf.resize(c.size());
+    sf.resize(c.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int i = 0; i < half_; ++i) {
+        const double angle = static_cast<double>(r * step) * theta[i];
+        const size_t at = static_cast<size_t>(r) * half_ + i;
+        c[at] = std::cos(angle);
+        sn[at] = std::sin(angle);
+        cf[at] = static_cast<float>(c[at]);
+        sf[at] = static_cast<float>(sn[at]);
+      }
     }
-  }
-  cos_.resize(static_cast<size_t>(max_positions) * half_);
-  sin_.resize(cos_.size());
-  for (int64_t p = 0; p < max_positions; ++p) {
-    for (int i = 0; i < half_; ++i) {
-      const double angle = static_cast<double>(p) * theta[i];
-      cos_[p * half_ + i] = static_cast<float>(std::cos(angle));
-      sin_[p * half_ + i] = static_cast<float>(std::sin(angle));
-    }
+  };
+  fill(coarse_rows, kStride, coarse_cos_d_, coarse_sin_d_, coarse_cos_, coarse_sin_);
+  fill(kStride, 1, fine_cos_d_, fine_sin_d_, fine_cos_, fine_sin_);
+}
+
+void Rope::Row(int64_t pos, float* c, float* s) const {
+  QEVICT_CHECK(pos >= 0 && pos < max_positions_);
+  const double* cc = &coarse_cos_d_[static_cast<size_t>(pos / kStride) * half_];
+  const double* cs = &coarse_sin_d_[static_cast<size_t>(pos / kStride) * half_];
+  const double* fc = &fine_cos_d_[static_cast<size_t>(pos % kStride) * half_];
+  const double* fs = &fine_sin_d_[static_cast<size_t>(pos % kStride) * half_];
+  for (int i = 0; i < half_; ++i) {
+    c[i] = static_cast<float>(cc[i] * fc[i] - cs[i] * fs[i]);
+    s[i] = static_cast<float>(cs[i] * fc[i] + cc[i] * fs[i]);
   }
 }
 
+int64_t Rope::table_bytes() const {
+  return static_cast<int64_t>((coarse_cos_d_.size() + fine_cos_d_.size()) * 2 * sizeof(double) +
+                              (coarse_cos_.size() + fine_cos_.size()) * 2 * sizeof(float));
+}
+
 void Rope::Apply(float* x, int n_heads, int head_dim, int64_t pos) const {
-  QEVICT_CHECK(pos >= 0 && pos < max_positions_);
-  const float* c = cos_at(pos);
-  const float* s = sin_at(pos);
+  constexpr int kMaxHalf = 512;
+  QEVICT_CHECK(half_ <= kMaxHalf);
+  float c[kMaxHalf], s[kMaxHalf];
+  Row(pos, c, s);
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + static_cast<int64_t>(h) * head_dim;
     if (config_.neox) {

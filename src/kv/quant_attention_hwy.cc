@@ -13,8 +13,8 @@
 // - Keys, adjacent-pair RoPE: 2K channels at a time are split into their K even and K odd
 //   channels by loading the code bytes as u16 (even byte low, odd byte high) and widening once:
 //   the even codes are (x >> s) & m, the odd ones (x >> (s + 8)) & m. The pair rotation is then
-//   four lane-wise multiply-adds with the position's cos/sin (for consecutive positions, as in
-//   a window, stepped from the batch's first: Rope::step_cos, four more per vector). Scales,
+//   four lane-wise multiply-adds with the position's cos/sin, composed from Rope's coarse and
+//   fine rows (rope.h: four more per vector, on rows that stay in cache). Scales,
 //   zeros and the queries are put in the same even/odd order once per call, so the dot products
 //   are unchanged. (With K = 16 a 2K block spans two slots of a group: the group is broadcast to
 //   both halves and shifted per lane.)
@@ -63,7 +63,6 @@ constexpr int kStagedFloats = 2048; // key rows rotated / value rows dequantized
 constexpr int kQueryFloats = 8192;  // queries in the keys' even/odd order (32 KiB)
 constexpr int kParamFloats = 1024;  // value scales (and zeros) of the rows of one pass
 constexpr int kMaxStagedRows = 8;   // key rows rotated before they are dotted
-static_assert(kMaxStagedRows <= Rope::kSteps, "a batch of key rows is one stepped run");
 
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
 constexpr int kRowKeys = 2;      // AVX2 (16 registers): rows per dot step
@@ -143,29 +142,20 @@ HWY_INLINE void SplitCodes(D d, const uint8_t* row, int c, hn::Vec<D>& even, hn:
   odd = hn::ConvertTo(d, hn::And(pairs >> hn::Add(shift, hn::Set(di, 8)), mask));
 }
 
-// The rotation of one key row: Load(d, i, c, s) gives cos and sin of pairs [i, i + K).
-// From the position's rows of Rope's tables:
+// The rotation of one key row at position pos: Load(d, i, c, s) gives cos and sin of pairs
+// [i, i + K), composed from Rope's coarse and fine float rows (the angle addition of rope.h).
 template <class D>
-struct TableRotation {
-  const float* cs;
-  const float* sn;
+struct ComposedRotation {
+  const float* coarse_cs;
+  const float* coarse_sn;
+  const float* fine_cs;
+  const float* fine_sn;
+  ComposedRotation(const Rope& rope, int64_t pos)
+      : coarse_cs(rope.coarse_cos(pos)), coarse_sn(rope.coarse_sin(pos)),
+        fine_cs(rope.fine_cos(pos)), fine_sn(rope.fine_sin(pos)) {}
   HWY_INLINE void Load(D d, int i, hn::Vec<D>& c, hn::Vec<D>& s) const {
-    c = hn::LoadU(d, cs + i);
-    s = hn::LoadU(d, sn + i);
-  }
-};
-
-// From the rows of a run's first position b and of the step d (Rope::step_cos): the angle
-// addition of rope.h. At d = 0 the step is (1, 0) and the result is the base rows exactly.
-template <class D>
-struct SteppedRotation {
-  const float* base_cs;
-  const float* base_sn;
-  const float* step_cs;
-  const float* step_sn;
-  HWY_INLINE void Load(D d, int i, hn::Vec<D>& c, hn::Vec<D>& s) const {
-    const auto c0 = hn::LoadU(d, base_cs + i), s0 = hn::LoadU(d, base_sn + i);
-    const auto c1 = hn::LoadU(d, step_cs + i), s1 = hn::LoadU(d, step_sn + i);
+    const auto c0 = hn::LoadU(d, coarse_cs + i), s0 = hn::LoadU(d, coarse_sn + i);
+    const auto c1 = hn::LoadU(d, fine_cs + i), s1 = hn::LoadU(d, fine_sn + i);
     c = hn::MulSub(c0, c1, hn::Mul(s0, s1));
     s = hn::MulAdd(s0, c1, hn::Mul(c0, s1));
   }
@@ -302,26 +292,14 @@ HWY_NOINLINE void ScoreKeys(D d, const QuantLayout& l, const uint8_t* block, int
     }
     for (int tb = t0; tb < t1; tb += batch) {
       const int nt = std::min(batch, t1 - tb);
-      const int32_t* pos = positions + (tb - t0);
-      // A window's keys have consecutive positions: their rotations are stepped from the
-      // first one's (rope.h), so the big tables are read once per batch, not once per key.
-      bool consecutive = true;
-      for (int t = 1; t < nt; ++t) consecutive = consecutive && pos[t] == pos[0] + t;
       for (int t = 0; t < nt; ++t) {
         const uint8_t* codes = codes0 + int64_t{tb + t} * l.row_bytes;
+        const ComposedRotation<D> rotation(rope, positions[tb + t - t0]);
         float* dst = rows + t * hd;
-        const auto row = [&](const auto& rotation) {
-          if (split) {
-            SplitKeyRow<BITS>(d, codes, scales, zeros, hd, rot, rotation, dst);
-          } else {
-            NeoxKeyRow<BITS>(d, codes, scales, zeros, hd, rot, rotation, dst);
-          }
-        };
-        if (consecutive) {
-          row(SteppedRotation<D>{rope.cos_at(pos[0]), rope.sin_at(pos[0]), rope.step_cos(t),
-                                 rope.step_sin(t)});
+        if (split) {
+          SplitKeyRow<BITS>(d, codes, scales, zeros, hd, rot, rotation, dst);
         } else {
-          row(TableRotation<D>{rope.cos_at(pos[t]), rope.sin_at(pos[t])});
+          NeoxKeyRow<BITS>(d, codes, scales, zeros, hd, rot, rotation, dst);
         }
       }
       DotQueries(d, qc, nq, hd, rows, nt, scale, scores + q0 * ld + (tb - t0), ld);

@@ -37,7 +37,11 @@ void RotatePairs(const RopeConfig& config, const float* c, const float* s, float
 }  // namespace
 
 void UnRotate(const Rope& rope, float* x, int32_t pos) {
-  RotatePairs(rope.config(), rope.cos_at(pos), rope.sin_at(pos), x, /*transpose=*/true);
+  const int half = rope.config().rot_dims / 2;
+  thread_local std::vector<float> row;
+  row.resize(2 * static_cast<size_t>(half));
+  rope.Row(pos, row.data(), row.data() + half);
+  RotatePairs(rope.config(), row.data(), row.data() + half, x, /*transpose=*/true);
 }
 
 void KeyNormWindowScores(std::span<const float> keys, int n_kv, int head_dim,
@@ -91,10 +95,12 @@ void ExpectedAttentionWindowScores(std::span<const float> keys, std::span<const 
   const int64_t first = std::min<int64_t>(from_pos, rope.max_positions() - 1);
   const int64_t last = std::min<int64_t>(from_pos + future, rope.max_positions());
   const int64_t count = std::max<int64_t>(1, last - first);
+  std::vector<float> c(half), s(half);
   for (int64_t t = first; t < first + count; ++t) {
+    rope.Row(t, c.data(), s.data());
     for (int i = 0; i < half; ++i) {
-      cbar[i] += rope.cos_at(t)[i] / static_cast<float>(count);
-      sbar[i] += rope.sin_at(t)[i] / static_cast<float>(count);
+      cbar[i] += c[i] / static_cast<float>(count);
+      sbar[i] += s[i] / static_cast<float>(count);
     }
   }
 

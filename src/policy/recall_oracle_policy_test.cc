@@ -95,8 +95,10 @@ TEST(RecallOraclePolicyTest, BudgetOneIsBitIdenticalToTheFullCache) {
 // Rotates x back from position pos (the inverse of Rope::Apply, adjacent pairs).
 void UnRope(const Rope& rope, float* x, int64_t pos) {
   const int half = rope.config().rot_dims / 2;
+  std::vector<float> cs(half), sn(half);
+  rope.Row(pos, cs.data(), sn.data());
   for (int i = 0; i < half; ++i) {
-    const float c = rope.cos_at(pos)[i], s = rope.sin_at(pos)[i];
+    const float c = cs[i], s = sn[i];
     const float a = x[2 * i], b = x[2 * i + 1];
     x[2 * i] = a * c + b * s;
     x[2 * i + 1] = -a * s + b * c;
