@@ -208,8 +208,8 @@ IFS=, read -r -a budgets <<<"$KV_BUDGETS"
 # The floor of the KV table: the full cache at KV_FLOOR_CTX tokens, where attention costs almost
 # nothing, so its decode is the weights' time: no cache decodes faster at any context.
 if stage kv && [ "$KV_FLOOR_CTX" != 0 ]; then
-  log "kv: full at $KV_FLOOR_CTX (the weights' floor)"
-  "$BIN" bench -m "$MODEL" --ctx "$KV_FLOOR_CTX" -t "$THREADS" --gen "$GEN" --reps "$KV_REPS" --json \
+  log "kv: full at $KV_FLOOR_CTX (the weights' floor, best of 3)"
+  "$BIN" bench -m "$MODEL" --ctx "$KV_FLOOR_CTX" -t "$THREADS" --gen "$GEN" --reps 3 --json \
     --bandwidth-mib 0 >"$WORK/kvfloor_L$KV_FLOOR_CTX.json"
 fi
 for L in "${kv_ctx_list[@]}"; do
