@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kv/disk_cold_store.h"
 #include "util/error.h"
+#include "util/scratch.h"
 
 namespace qevict {
 namespace {
@@ -142,8 +143,8 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   // All the queries of a KV head scored in one call (a quantized window is dequantized and
   // rotated once for them all, not once a query): their rows gathered, [s][j][hd], scored over
   // the most any of them sees, then each row's visible part copied to its place.
+  thread_local std::vector<float> group_q, group_logits;
   if (most_visible > 0) {
-    thread_local std::vector<float> group_q, group_logits;
     const int64_t n_rows = static_cast<int64_t>(n_obs) * group;
     group_q.resize(static_cast<size_t>(n_rows * hd));
     group_logits.resize(static_cast<size_t>(n_rows * most_visible));
@@ -348,6 +349,17 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     w.score = pooled[w.index];
     scores[w.index] = w.score;
   }
+  // Back to the allocator once large (util/scratch.h): at a prompt's end on a long context
+  // these are megabytes per thread.
+  ReleaseIfLarge(logits);
+  ReleaseIfLarge(row_max);
+  ReleaseIfLarge(group_q);
+  ReleaseIfLarge(group_logits);
+  ReleaseIfLarge(ranked);
+  ReleaseIfLarge(cand_sum);
+  ReleaseIfLarge(chunk_max);
+  ReleaseIfLarge(by_head);
+  ReleaseIfLarge(pooled);
 }
 
 // The `candidates` cold windows of l to read back: the best half by how far their digest's
