@@ -221,7 +221,8 @@ elif [ "$PART" = recall-gemma ]; then
   run "recall-gemma-niah-16k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
     --kv-budget-scope global --policies "$POLICIES" --tasks niah --lengths 16384 "${DEPTHS10[@]}"
   # Added in session 10: the rest of the question-in-prompt cells (drift at 16k about 40 min;
-  # the needles and drift at 32k over an hour each: run them with SHARDS).
+  # the needles and drift at 32k about 16 min a shard of 10 alone, run in session 11 with
+  # SHARDS=3).
   run "recall-gemma-drift-16k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
     --kv-budget-scope global --policies "$POLICIES" --tasks drift --lengths 16384 --samples 30
   run "recall-gemma-niah-32k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
