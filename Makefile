@@ -4,7 +4,7 @@ BUILD ?= build
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build test test-unit test-long test-asan test-arm demo eval eval-extra eval-long eval-qa eval-recall eval-recall-gemma eval-quick results bench bench-kv bench-gemma clean format fuzz
+.PHONY: all setup build test test-unit test-long test-asan test-arm demo eval eval-extra eval-long eval-qa eval-recall eval-recall-gemma eval-quick results rescore bench bench-kv bench-gemma clean format fuzz
 
 all: build
 
@@ -76,6 +76,11 @@ eval-quick: setup build
 
 # docs/results.md re-rendered from the committed rows (under a minute).
 results: build
+	@scripts/render_results.sh
+
+# The committed rows scored again with this build's scorer (no model run), then the pages.
+rescore: build
+	@python3 scripts/rescore_runs.py
 	@scripts/render_results.sh
 
 bench: setup build

@@ -7,8 +7,6 @@ PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 "$PY" scripts/render_results.py --qevict "${BIN:-build/qevict}" --out docs/results.md \
   --images docs/results docs/results/runs/*
-# README.md's "which policy" table: the best policy of the cells it names, from the page above.
-"$PY" scripts/render_readme_policies.py --write
 # Issue 20's score-source cells (both protocols: the renderer keeps context-only rows in tables,
 # full-cache references and verdicts of their own) on a page of their own.
 if compgen -G "docs/results-qa/runs/*" >/dev/null; then
@@ -22,3 +20,6 @@ if compgen -G "docs/results-recall/runs/*" >/dev/null; then
     --out docs/results-recall.md --images docs/results-recall \
     --notes scripts/results_recall_notes.md --wins qevict-recall,quest docs/results-recall/runs/*
 fi
+# README.md's "which policy" table: the best policy of the cells it names, from the pages above
+# (last, so that it reads them as they are now).
+"$PY" scripts/render_readme_policies.py --write

@@ -208,6 +208,26 @@ if [ -f "$MODEL" ]; then
     >"$out/rows.jsonl"
   expect_clean_failure eval_resume_bad_row "$out/rows.jsonl:1: not JSON" \
     "$BIN" eval -m "$MODEL" --no-progress --resume --out "$out"
+  # --rescore: rows scored again from their outputs, against the instances of the flags given.
+  NIAH1=(--tasks niah --lengths 512 --depths 0.5 --samples 1)
+  expect_clean_failure eval_rescore_and_resume "neither --overwrite, --resume" \
+    "$BIN" eval -m "$MODEL" --rescore --resume --out "$out"
+  rm -f "$out/rows.jsonl"
+  expect_clean_failure eval_rescore_no_rows "--rescore: no rows in '$out/rows.jsonl'" \
+    "$BIN" eval -m "$MODEL" --no-progress "${NIAH1[@]}" --rescore --out "$out"
+  printf '{"task": "niah", "kind": "questions", "id": "zzz", "policy": "full", "budget": 1.0, "turns": [{"output": "1", "score": 1.0}], "accuracy": 1.0}\n' \
+    >"$out/rows.jsonl"
+  expect_clean_failure eval_rescore_other_task "row of task zzz (policy full)" \
+    "$BIN" eval -m "$MODEL" --no-progress "${NIAH1[@]}" --rescore --out "$out"
+  # A row that claimed a needle it did not name: scored 0 again, the file rewritten.
+  printf '{"task": "niah", "kind": "questions", "id": "niah-L512-d0.50-s0", "policy": "full", "budget": 1.0, "turns": [{"output": "no number", "score": 1.0}], "accuracy": 1.0}\n' \
+    >"$out/rows.jsonl"
+  expect_success eval_rescore "1 turns and 1 rows changed" \
+    "$BIN" eval -m "$MODEL" --no-progress "${NIAH1[@]}" --rescore --out "$out"
+  if ! grep -q '"accuracy":0.0' "$out/rows.jsonl"; then
+    echo "FAIL eval_rescore_rows: the row was not scored again: $(cat "$out/rows.jsonl")"
+    failures=$((failures + 1))
+  fi
   rm -rf "$out"
 fi
 

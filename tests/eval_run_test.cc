@@ -358,9 +358,11 @@ TEST(EvalRunTest, EarlierRowsAreKeptOnlyWhenResumed) {
   EXPECT_EQ(summary["rows"], 6);
   EXPECT_EQ(summary["cells"][0]["n"], 3);  // the summary covers every row
 
-  // Resumed again: nothing to run, nothing changes.
+  // Resumed again: nothing to run, nothing changes, the summary of the run that ran included
+  // (its instances and wall time are not replaced by those of a run that did nothing).
   ASSERT_EQ(RunEval(o), 0);
   EXPECT_EQ(ReadRows(dir), resumed);
+  EXPECT_EQ(json::parse(std::ifstream(dir + "/summary.json")), summary);
   // Started over: the rows of this run alone.
   o.resume = false;
   o.overwrite = true;

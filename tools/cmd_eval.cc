@@ -30,6 +30,7 @@ struct EvalFlags {
   std::string out = "eval-out";
   bool overwrite = false;
   bool resume = false;
+  bool rescore = false;
   bool no_progress = false;
   std::string export_tasks;
   std::string tag;
@@ -113,6 +114,7 @@ int Eval(const EvalFlags& f) {
   o.out_dir = f.out;
   o.overwrite = f.overwrite;
   o.resume = f.resume;
+  o.rescore = f.rescore;
   o.command_line = CommandLine();
   o.progress = !f.no_progress;
   o.export_tasks = f.export_tasks;
@@ -165,6 +167,10 @@ std::function<int()> RegisterEval(CLI::App& app) {
                 "keep the rows already in OUT/rows.jsonl and run only the instances missing a "
                 "row (same model, seed, policies, budgets, prefill modes, prompt style, protocol "
                 "and scorer); the summary covers every row");
+  cmd->add_flag("--rescore", flags->rescore,
+                "run nothing: score the rows already in OUT/rows.jsonl again from their recorded "
+                "outputs with this build's scorer (give the flags of the run that wrote them: "
+                "its summary.json's command), and recompute summary.json and table.md");
   cmd->add_option("--tag", flags->tag,
                   "suffix for every row's policy name, policy[TAG] (ablation runs merged into one "
                   "report, e.g. --kv-bits 4 --tag bits4)");

@@ -14,9 +14,23 @@ bool IsMatchSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Some occurrence of the normalized answer whose numbers are whole: a leading digit not right
+// after a digit of the output, a trailing one not right before one.
 bool AppearsNormalized(std::string_view normalized_output, std::string_view answer) {
   const std::string needle = NormalizeForMatch(answer);
-  return !needle.empty() && normalized_output.find(needle) != std::string_view::npos;
+  if (needle.empty()) return false;
+  const bool digit_first = IsDigit(needle.front()), digit_last = IsDigit(needle.back());
+  for (size_t at = normalized_output.find(needle); at != std::string_view::npos;
+       at = normalized_output.find(needle, at + 1)) {
+    const size_t end = at + needle.size();
+    const bool cut_before = digit_first && at > 0 && IsDigit(normalized_output[at - 1]);
+    const bool cut_after = digit_last && end < normalized_output.size() &&
+                           IsDigit(normalized_output[end]);
+    if (!cut_before && !cut_after) return true;
+  }
+  return false;
 }
 
 // The spellings of an enum's values (task files, flags, rows), the first one the default.

@@ -1,8 +1,10 @@
 // Scoring of generated answers (../shared/docs/evaluation.md). Each accepted answer gets a score
 // in [0, 1] from the scorer (AnswerScorer):
 //  - substring (the default): the answer appears in the generated text, a substring of it
-//    compared case-insensitively (ASCII) with whitespace normalized (a plain substring test:
-//    "1" appears in "12345"): 1, else 0;
+//    compared case-insensitively (ASCII) with whitespace normalized, numbers whole: an answer
+//    that begins (ends) with a digit does not match right after (before) another digit, so
+//    "2200" does not appear in "22000" nor "38" in "381", while "melon" appears in "melons"
+//    (RULER's string match with the one exception that made it count wrong numbers): 1, else 0;
 //  - exact: the output's first non-blank line equals the answer once both are SQuAD-normalized
 //    (squad_match.h): 1, else 0;
 //  - f1: SQuAD's token F1 between that line and the answer.
@@ -22,7 +24,8 @@ namespace qevict {
 // space; leading and trailing whitespace removed. Other bytes (UTF-8 included) are kept as is.
 std::string NormalizeForMatch(std::string_view text);
 
-// Whether the normalized answer is a substring of the normalized output. An answer that
+// Whether the normalized answer is a substring of the normalized output with its numbers whole
+// (above: no digit right before a leading digit or right after a trailing one). An answer that
 // normalizes to nothing (empty or all whitespace) never matches.
 bool AnswerAppears(std::string_view output, std::string_view answer);
 

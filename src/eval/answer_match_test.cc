@@ -37,8 +37,31 @@ TEST(AnswerMatchTest, AnswerAppearsIgnoringCaseAndWhitespace) {
   EXPECT_FALSE(AnswerAppears("48 21", "4821"));
   EXPECT_FALSE(AnswerAppears("The capital is Brenval.", "Brenvale"));
   EXPECT_FALSE(AnswerAppears("", "x"));
-  // A plain substring test, as the protocol specifies.
-  EXPECT_TRUE(AnswerAppears("12345", "234"));
+  // A substring test, as the protocol specifies, with numbers whole: a digit of the output right
+  // before a leading digit of the answer, or right after a trailing one, makes it another number.
+  EXPECT_FALSE(AnswerAppears("12345", "234"));
+  EXPECT_FALSE(AnswerAppears("The value is 22000.", "2200"));
+  EXPECT_FALSE(AnswerAppears(" 33643197.", "3364319"));   // one digit too many
+  EXPECT_FALSE(AnswerAppears(" 13382751.", "3382751"));   // one digit in front
+  EXPECT_FALSE(AnswerAppears("platform 381", "38"));
+  EXPECT_TRUE(AnswerAppears("platform 38.", "38"));
+  EXPECT_TRUE(AnswerAppears("38", "38"));
+  EXPECT_TRUE(AnswerAppears("(38)", "38"));
+  EXPECT_TRUE(AnswerAppears("4,821", "821"));             // a separator ends a digit run
+  EXPECT_TRUE(AnswerAppears("3.5 kg", "3.5"));
+  EXPECT_FALSE(AnswerAppears("13.5 kg", "3.5"));
+  EXPECT_FALSE(AnswerAppears("3.55 kg", "3.5"));
+  // A later occurrence can be whole where an earlier one is not.
+  EXPECT_TRUE(AnswerAppears("22000, no: 2200", "2200"));
+  EXPECT_TRUE(AnswerAppears("room 1214 or room 214", "room 214"));
+  // Letters around an answer, or around a number inside it, do not cut it.
+  EXPECT_TRUE(AnswerAppears("melons", "melon"));
+  EXPECT_TRUE(AnswerAppears("x12y", "12"));
+  EXPECT_FALSE(AnswerAppears("room 2145", "room 214"));
+  EXPECT_TRUE(AnswerAppears("a9 b", "9 b"));
+  EXPECT_FALSE(AnswerAppears("99 b", "9 b"));
+  EXPECT_FALSE(AnswerAppears("X17", "X1"));  // ends with a digit: X17 is not X1
+  EXPECT_TRUE(AnswerAppears("X1,", "X1"));
   EXPECT_TRUE(AnswerAppears("caf\xc3\xa9", "CAF\xc3\xa9"));
   EXPECT_FALSE(AnswerAppears("caf\xc3\xa9", "CAF\xc3\x89"));  // non-ASCII case is not folded
 }

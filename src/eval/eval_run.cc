@@ -11,6 +11,7 @@
 #include "eval/answer_match.h"
 #include "eval/eval_report.h"
 #include "eval/eval_resume.h"
+#include "eval/turn_scores.h"
 #include "eval/eval_rows.h"
 #include "eval/policy_variant.h"
 #include "eval/progress_bar.h"
@@ -108,9 +109,63 @@ int ExportTasks(const EvalOptions& o) {
   return 0;
 }
 
+// --rescore: the rows in out_dir scored again against `tasks`, the summary and table with them.
+int RescoreRun(const EvalOptions& o, const EvalSettings& settings,
+               const std::vector<EvalTask>& tasks) {
+  const std::string rows_path = o.out_dir + "/rows.jsonl";
+  EarlierRows earlier = ReadEarlierRows(rows_path);
+  if (earlier.rows.empty()) throw Error("--rescore: no rows in '" + rows_path + "'");
+  if (earlier.torn_tail) {
+    throw Error("--rescore: the last line of '" + rows_path +
+                "' is cut short (a run stopped while writing it): finish the run with --resume "
+                "first");
+  }
+  const RescoreCount count = RescoreRows(earlier.rows, tasks);
+  std::vector<std::string> lines;
+  lines.reserve(earlier.rows.size());
+  for (const json& row : earlier.rows) lines.push_back(row.dump());
+  RewriteRows(rows_path, lines);
+  const json rescored = {{"command", o.command_line},
+                         {"at", IsoNow()},
+                         {"rows", count.rows},
+                         {"changed_rows", count.changed_rows},
+                         {"changed_turns", count.changed_turns}};
+  const std::string summary_path = o.out_dir + "/summary.json";
+  if (std::filesystem::exists(summary_path)) {
+    json summary;
+    try {
+      summary = json::parse(std::ifstream(summary_path));
+    } catch (const json::exception& e) {
+      throw Error("--rescore: cannot read '" + summary_path + "': " + e.what());
+    }
+    const json stats = SummarizeRows(earlier.rows);
+    summary["format"] = stats["format"];
+    summary["rows"] = earlier.rows.size();
+    summary["cells"] = stats["cells"];
+    summary["comparisons"] = stats["comparisons"];
+    summary["rescored"] = rescored;
+    std::ofstream(summary_path, std::ios::trunc) << summary.dump(1) << '\n';
+    const std::string header = PromptStyleLine(settings);
+    std::ofstream(o.out_dir + "/table.md", std::ios::trunc)
+        << "<!-- " << summary.value("command", o.command_line) << " -->\n\n"
+        << header << MarkdownTable(summary);
+  }
+  std::fprintf(stderr,
+               "qevict eval: --rescore: %lld question rows (%lld turns) scored again in %s: "
+               "%lld turns and %lld rows changed\n",
+               static_cast<long long>(count.rows), static_cast<long long>(count.turns),
+               rows_path.c_str(), static_cast<long long>(count.changed_turns),
+               static_cast<long long>(count.changed_rows));
+  return 0;
+}
+
 }  // namespace
 
 int RunEval(const EvalOptions& o) {
+  if (o.rescore && (o.overwrite || o.resume || !o.export_tasks.empty())) {
+    throw Error("--rescore scores the rows already in --out again: it takes neither "
+                "--overwrite, --resume nor --export-tasks");
+  }
   if (!o.export_tasks.empty()) return ExportTasks(o);
   if (o.settings.budgets.empty()) {
     throw Error("--budgets: give at least one budget, e.g. --budgets 0.1,0.3");
@@ -125,7 +180,7 @@ int RunEval(const EvalOptions& o) {
     ApplyPolicyVariant(o.settings.kv, p);  // names an unknown policy or option
   }
   const std::string rows_path = o.out_dir + "/rows.jsonl";
-  CheckEarlierRows(rows_path, o.overwrite, o.resume);
+  if (!o.rescore) CheckEarlierRows(rows_path, o.overwrite, o.resume);
   const EarlierRows earlier = o.resume ? ReadEarlierRows(rows_path) : EarlierRows{};
   const auto start = std::chrono::steady_clock::now();
   const std::string started = IsoNow();
@@ -177,6 +232,7 @@ int RunEval(const EvalOptions& o) {
     sizes.push_back(need);
     runnable.push_back(std::move(t));
   }
+  if (o.rescore) return RescoreRun(o, settings, runnable);
 
   if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards) {
     throw Error("--shard " + std::to_string(o.shard) + "/" + std::to_string(o.shards) +
@@ -221,6 +277,14 @@ int RunEval(const EvalOptions& o) {
     }
     if (earlier.torn_tail) std::fprintf(stderr, "; a torn last line dropped");
     std::fprintf(stderr, "\n");
+    // Nothing left to run: the summary of the run that wrote the rows (its wall time, its
+    // command) stays as it was.
+    if (runnable.empty() && plan.dropped == 0 && !earlier.torn_tail &&
+        std::filesystem::exists(o.out_dir + "/summary.json")) {
+      std::fprintf(stderr, "qevict eval: --resume: nothing to run; %s/summary.json kept\n",
+                   o.out_dir.c_str());
+      return 0;
+    }
   }
 
   int64_t compressed_rows = 0;  // per prefill mode

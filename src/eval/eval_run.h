@@ -44,6 +44,11 @@ struct EvalOptions {
   // Tokens kept free for the question, the template and the answer when a question task is
   // generated for a --lengths value: its context is filled to length - reserve.
   int64_t question_reserve = 128;
+  // Score the rows already in out_dir/rows.jsonl again from their recorded outputs, against
+  // this command's instances (give the run's own flags), and run nothing: rows.jsonl is
+  // rewritten with the current scorer's scores (eval/turn_scores.h), summary.json's cells,
+  // comparisons and table.md recomputed, and summary.json says it was ("rescored").
+  bool rescore = false;
   // Non-empty: write the generated instances to this task file (task_file.h, TaskFileLine) and
   // run nothing; the file then runs here with --tasks FILE or in another tool.
   std::string export_tasks;

@@ -15,6 +15,7 @@
 #include "eval/chat_turns.h"
 #include "eval/policy_variant.h"
 #include "eval/seq_metrics.h"
+#include "eval/turn_scores.h"
 #include "policy/registry.h"
 #include "util/error.h"
 #include "util/memory_stats.h"
@@ -208,19 +209,13 @@ json Row(const LoadedModel& model, const EvalTask& task, const TurnTokens& turns
     if (task.kind == TaskKind::kLongGen) {
       accuracy = edit.get<double>();
     } else {
-      // The row's accuracy is the mean of its turns' scores (each in [0, 1]: answer_match.h).
-      double score_sum = 0.0;
+      // The row's accuracy is the mean of its turns' scores (each in [0, 1]: turn_scores.h).
       for (size_t t = 0; t < task.turns.size(); ++t) {
-        const std::string text = model.tokenizer->Decode(run.turn_tokens[t]);
-        const double score = TurnScore(text, task.turns[t], scorer);
-        score_sum += score;
         turn_rows.push_back({{"question", task.turns[t].question},
                              {"prompt_tail", turns.tails[t]},
-                             {"output", text},
-                             {"score", score},
-                             {"correct", score == 1.0}});
+                             {"output", model.tokenizer->Decode(run.turn_tokens[t])}});
       }
-      accuracy = score_sum / static_cast<double>(task.turns.size());
+      accuracy = ScoreTurns(turn_rows, task, scorer);
     }
     for (const char* key : {"nll", "ppl", "delta_ppl", "kl", "top1_agreement"}) row[key] = nullptr;
   }
