@@ -331,7 +331,17 @@ def run_line(i, run):
             f"{s.get('threads', '?')}; started {s.get('started', '?')}; wall time "
             f"{fmt_duration(pe.num(s.get('wall_s')))}; prompt style {style or 'chat'}; "
             f"{'protocol ' + ', '.join(protocols) + '; ' if protocols else ''}prefill "
-            f"mode{'s' if len(modes) > 1 else ''} {mode_text or '?'}"]
+            f"mode{'s' if len(modes) > 1 else ''} {mode_text or '?'}{rescored_text(s)}"]
+
+
+def rescored_text(summary):
+    """What `qevict eval --rescore` changed in a run's rows, when it did."""
+    r = summary.get("rescored")
+    if not r:
+        return ""
+    return (f"; scored again {str(r.get('at', '?'))[:10]} by `qevict eval --rescore` (the "
+            f"outputs as generated, the scorer of that day, docs/evaluation.md): "
+            f"{r.get('changed_rows', '?')} of {r.get('rows', '?')} question rows changed")
 
 
 def section_runs(page):
