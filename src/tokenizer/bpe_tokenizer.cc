@@ -44,17 +44,16 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocab vocab)
       pre_(PreTokenizerOrThrow(this->vocab().pre)),
       ignore_merges_(this->vocab().ignore_merges.value_or(pre_ == PreTokenizer::kLlama3)) {
   for (int b = 0; b < 256; ++b) {
-    const auto it = token_ids().find(byte_level::Encode(std::string(1, static_cast<char>(b))));
-    byte_tokens_[b] = it == token_ids().end() ? -1 : it->second;
+    byte_tokens_[b] = token_ids().Find(byte_level::Encode(std::string(1, static_cast<char>(b))));
   }
   const std::vector<std::string>& merges = this->vocab().merges;
   merges_.reserve(merges.size());
   std::string left, right;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     SplitMerge(merges[rank], &left, &right);  // validated: both sides and the result exist
-    const TokenId left_id = token_ids().find(left)->second;
-    const TokenId right_id = token_ids().find(right)->second;
-    const TokenId merged = token_ids().find(left + right)->second;
+    const TokenId left_id = token_ids().Find(left);
+    const TokenId right_id = token_ids().Find(right);
+    const TokenId merged = token_ids().Find(left + right);
     // A repeated rule keeps its first (lowest) rank.
     merges_.try_emplace(PairKey(left_id, right_id), Merge{static_cast<int32_t>(rank), merged});
   }
@@ -62,9 +61,8 @@ ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocab vocab)
 
 void ByteLevelBpeTokenizer::EncodeWord(std::string_view word, std::vector<TokenId>* out) const {
   if (ignore_merges_) {
-    const auto it = token_ids().find(byte_level::Encode(word));
-    if (it != token_ids().end()) {
-      out->push_back(it->second);
+    if (const TokenId id = token_ids().Find(byte_level::Encode(word)); id >= 0) {
+      out->push_back(id);
       return;
     }
   }

@@ -53,15 +53,17 @@ struct MergeCandidate {
 
 SentencePieceTokenizer::SentencePieceTokenizer(Vocab vocab)
     : VocabTokenizer(CheckHasScores(std::move(vocab)), /*default_add_bos=*/true),
-      add_space_prefix_(this->vocab().add_space_prefix.value_or(true)) {
+      add_space_prefix_(this->vocab().add_space_prefix.value_or(true)),
+      pieces_(this->vocab().tokens, [this](TokenId id) {
+        const TokenType type = this->vocab().type(id);
+        return type == TokenType::kNormal || type == TokenType::kUserDefined ||
+               type == TokenType::kUndefined;
+      }) {
   byte_tokens_.fill(-1);
   for (TokenId id = 0; id < vocab_size(); ++id) {
     const TokenType type = this->vocab().type(id);
     const std::string& text = this->vocab().tokens[id];
-    if (type == TokenType::kNormal || type == TokenType::kUserDefined ||
-        type == TokenType::kUndefined) {
-      pieces_.try_emplace(text, id);
-    } else if (type == TokenType::kByte) {
+    if (type == TokenType::kByte) {
       const int b = ParseByteToken(text);
       if (b >= 0 && byte_tokens_[b] < 0) byte_tokens_[b] = id;
     }
@@ -95,9 +97,9 @@ void SentencePieceTokenizer::EncodeText(std::string_view text, bool starts_segme
     if (left < 0 || symbols[left].next < 0) return;
     const Symbol& a = symbols[left];
     const size_t length = a.length + symbols[a.next].length;
-    const auto it = pieces_.find(std::string_view(normalized).substr(a.begin, length));
-    if (it == pieces_.end()) return;
-    queue.push({vocab().score(it->second), left, length, it->second});
+    const TokenId piece = pieces_.Find(std::string_view(normalized).substr(a.begin, length));
+    if (piece < 0) return;
+    queue.push({vocab().score(piece), left, length, piece});
   };
   for (int i = 0; i + 1 < static_cast<int>(symbols.size()); ++i) consider(i);
 
@@ -123,8 +125,8 @@ void SentencePieceTokenizer::EncodeText(std::string_view text, bool starts_segme
 }
 
 void SentencePieceTokenizer::EmitSymbol(std::string_view symbol, std::vector<TokenId>* out) const {
-  if (const auto it = pieces_.find(symbol); it != pieces_.end()) {
-    out->push_back(it->second);
+  if (const TokenId piece = pieces_.Find(symbol); piece >= 0) {
+    out->push_back(piece);
     return;
   }
   bool all_bytes = true;

@@ -32,7 +32,7 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   void EmitSymbol(std::string_view symbol, std::vector<TokenId>* out) const;
 
   bool add_space_prefix_;
-  TokenIdMap pieces_;                   // tokens BPE may produce: normal and user-defined
+  TokenIndex pieces_;                   // tokens BPE may produce: normal and user-defined
   std::array<TokenId, 256> byte_tokens_;  // <0xNN> tokens, -1 if absent
 };
 

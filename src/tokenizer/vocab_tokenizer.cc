@@ -18,20 +18,19 @@ constexpr std::string_view kEndOfGenerationTexts[] = {
 VocabTokenizer::VocabTokenizer(Vocab vocab, bool default_add_bos)
     : vocab_(std::move(vocab)),
       add_bos_(vocab_.add_bos.value_or(default_add_bos)),
+      token_ids_(vocab_.tokens),
       special_tokens_(vocab_),
       user_defined_tokens_(vocab_, /*user_defined_only=*/true) {
-  token_ids_.reserve(vocab_.tokens.size());
-  for (TokenId id = 0; id < vocab_.size(); ++id) token_ids_.emplace(vocab_.tokens[id], id);
 
   for (TokenId id : {vocab_.eos, vocab_.eot, vocab_.eom}) {
     if (id >= 0) end_of_generation_.insert(id);
   }
   for (std::string_view text : kEndOfGenerationTexts) {
-    const auto it = token_ids_.find(text);
-    if (it == token_ids_.end()) continue;
-    const TokenType type = vocab_.type(it->second);
+    const TokenId id = token_ids_.Find(text);
+    if (id < 0) continue;
+    const TokenType type = vocab_.type(id);
     if (type == TokenType::kControl || type == TokenType::kUserDefined) {
-      end_of_generation_.insert(it->second);
+      end_of_generation_.insert(id);
     }
   }
 }

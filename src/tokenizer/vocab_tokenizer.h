@@ -10,22 +10,19 @@
 #include <vector>
 
 #include "tokenizer/special_tokens.h"
+#include "tokenizer/token_index.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace qevict {
 
-// Hash for unordered containers keyed by std::string that are looked up by string_view.
-struct StringViewHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-using TokenIdMap = std::unordered_map<std::string, TokenId, StringViewHash, std::equal_to<>>;
-
 class VocabTokenizer : public Tokenizer {
  public:
   // `vocab` must already be validated.
   VocabTokenizer(Vocab vocab, bool default_add_bos);
+  // The indexes point into vocab_: neither copied nor moved.
+  VocabTokenizer(const VocabTokenizer&) = delete;
+  VocabTokenizer& operator=(const VocabTokenizer&) = delete;
 
   std::vector<TokenId> Encode(std::string_view text, bool add_bos,
                               bool parse_special) const override;
@@ -49,12 +46,12 @@ class VocabTokenizer : public Tokenizer {
   virtual std::string TextPiece(TokenId id) const = 0;
 
   // First id of each distinct token text.
-  const TokenIdMap& token_ids() const { return token_ids_; }
+  const TokenIndex& token_ids() const { return token_ids_; }
 
  private:
   Vocab vocab_;
   bool add_bos_;
-  TokenIdMap token_ids_;
+  TokenIndex token_ids_;
   std::unordered_set<TokenId> end_of_generation_;
   SpecialTokenMatcher special_tokens_;
   SpecialTokenMatcher user_defined_tokens_;  // matched even when specials are not parsed
