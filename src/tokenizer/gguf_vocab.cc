@@ -56,7 +56,7 @@ Vocab VocabFromGguf(const gguf::File& file) {
     CheckArrayLength(file, key);
   }
   if (file.Has("tokenizer.ggml.tokens")) {
-    vocab.tokens = ToStrings(file.GetStringArray("tokenizer.ggml.tokens"));
+    vocab.tokens = TokenTexts::From(file.GetStringArray("tokenizer.ggml.tokens"));
   }
   if (file.Has("tokenizer.ggml.scores")) {
     vocab.scores = file.GetFloatArray("tokenizer.ggml.scores");

@@ -11,7 +11,7 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab, bool user_defined_o
                         (!user_defined_only &&
                          (type == TokenType::kControl || type == TokenType::kUnknown));
     if (!wanted) continue;
-    const std::string& text = vocab.tokens[id];
+    const std::string_view text = vocab.tokens[id];
     if (text.empty()) continue;
     by_first_byte_[static_cast<unsigned char>(text[0])].push_back({text, id});
     ++count_;

@@ -21,13 +21,12 @@ Vocab CheckHasScores(Vocab vocab) {
 }
 
 // The byte of a "<0xNN>" token, or -1.
-int ParseByteToken(const std::string& text) {
+int ParseByteToken(std::string_view text) {
+  if (text.size() != 6) return -1;
+  const std::string copy(text);  // sscanf needs a terminated string
   unsigned value = 0;
   char tail = 0;
-  if (text.size() != 6 || std::sscanf(text.c_str(), "<0x%2X%c", &value, &tail) != 2 ||
-      tail != '>') {
-    return -1;
-  }
+  if (std::sscanf(copy.c_str(), "<0x%2X%c", &value, &tail) != 2 || tail != '>') return -1;
   return static_cast<int>(value);
 }
 
@@ -62,7 +61,7 @@ SentencePieceTokenizer::SentencePieceTokenizer(Vocab vocab)
   byte_tokens_.fill(-1);
   for (TokenId id = 0; id < vocab_size(); ++id) {
     const TokenType type = this->vocab().type(id);
-    const std::string& text = this->vocab().tokens[id];
+    const std::string_view text = this->vocab().tokens[id];
     if (type == TokenType::kByte) {
       const int b = ParseByteToken(text);
       if (b >= 0 && byte_tokens_[b] < 0) byte_tokens_[b] = id;
@@ -139,7 +138,7 @@ void SentencePieceTokenizer::EmitSymbol(std::string_view symbol, std::vector<Tok
 }
 
 std::string SentencePieceTokenizer::TextPiece(TokenId id) const {
-  const std::string& text = vocab().tokens[id];
+  const std::string_view text = vocab().tokens[id];
   if (vocab().type(id) == TokenType::kByte) {
     const int b = ParseByteToken(text);
     if (b >= 0) return std::string(1, static_cast<char>(b));

@@ -75,7 +75,9 @@ TEST(SentencePieceTest, FallsBackToBytesForUnknownCharacters) {
 TEST(SentencePieceTest, UnknownTokenWithoutByteFallback) {
   Vocab v = SmallSpmVocab();
   v.token_types[3 + 0xA9] = TokenType::kNormal;  // no byte piece for 0xA9 any more
-  v.tokens[3 + 0xA9] = "unused-piece";
+  std::vector<std::string> texts(v.tokens.begin(), v.tokens.end());
+  texts[3 + 0xA9] = "unused-piece";
+  v.tokens = TokenTexts::From(texts);
   const auto t = Tokenizer::FromVocab(std::move(v));
   EXPECT_EQ(t->Encode("\xC3\xA9", false, false), (std::vector<TokenId>{266, 0}));
 }
@@ -112,7 +114,7 @@ TEST(SentencePieceTest, MatchesSentencePieceLibrary) {
   ASSERT_TRUE(golden.contains("tokens"));
   Vocab v;
   v.model = "llama";
-  v.tokens = golden["tokens"].get<std::vector<std::string>>();
+  v.tokens = TokenTexts::From(golden["tokens"].get<std::vector<std::string>>());
   v.scores = golden["scores"].get<std::vector<float>>();
   for (int type : golden["token_types"]) v.token_types.push_back(static_cast<TokenType>(type));
   v.unknown = golden["unknown"];

@@ -6,7 +6,7 @@
 
 namespace qevict {
 
-TokenIndex::TokenIndex(const std::vector<std::string>& texts,
+TokenIndex::TokenIndex(const TokenTexts& texts,
                        const std::function<bool(TokenId)>& keep)
     : texts_(&texts) {
   // A power of two at least twice the number of tokens: probes stay short.

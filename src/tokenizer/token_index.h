@@ -19,7 +19,7 @@ class TokenIndex {
   TokenIndex() = default;
   // Indexes the ids whose keep(id) holds (every id without `keep`); a text listed twice maps to
   // its first id. `texts` must outlive the index and stay where it is.
-  explicit TokenIndex(const std::vector<std::string>& texts,
+  explicit TokenIndex(const TokenTexts& texts,
                       const std::function<bool(TokenId)>& keep = {});
 
   // The id of the indexed token whose text is `text`, -1 when there is none.
@@ -31,7 +31,7 @@ class TokenIndex {
  private:
   size_t Slot(std::string_view text) const;  // where `text` is, or the empty slot it would take
 
-  const std::vector<std::string>* texts_ = nullptr;
+  const TokenTexts* texts_ = nullptr;
   std::vector<TokenId> slots_;  // -1: empty
   size_t mask_ = 0;
 };

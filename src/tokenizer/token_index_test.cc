@@ -11,8 +11,25 @@
 namespace qevict {
 namespace {
 
+TEST(TokenTextsTest, HoldsEachTextWhole) {
+  TokenTexts texts = {"", "a", "\xe2\x96\x81the", std::string_view("x\0y", 3)};
+  texts.push_back("last");
+  ASSERT_EQ(texts.size(), 5u);
+  EXPECT_EQ(texts[0], "");
+  EXPECT_EQ(texts[1], "a");
+  EXPECT_EQ(texts[2], "\xe2\x96\x81the");
+  EXPECT_EQ(texts[3], std::string_view("x\0y", 3));  // embedded NUL kept
+  EXPECT_EQ(texts[4], "last");
+  const std::vector<std::string> copied(texts.begin(), texts.end());
+  EXPECT_EQ(copied, (std::vector<std::string>{"", "a", "\xe2\x96\x81the", std::string("x\0y", 3),
+                                              "last"}));
+  EXPECT_EQ(TokenTexts::From(copied)[4], "last");
+  texts.clear();
+  EXPECT_TRUE(texts.empty());
+}
+
 TEST(TokenIndexTest, FindsEachTextAtItsFirstId) {
-  const std::vector<std::string> texts = {"a", "ab", "abc", "", "b", "ab", "\xe2\x96\x81the"};
+  const TokenTexts texts = {"a", "ab", "abc", "", "b", "ab", "\xe2\x96\x81the"};
   const TokenIndex index(texts);
   EXPECT_EQ(index.Find("a"), 0);
   EXPECT_EQ(index.Find("ab"), 1);  // listed twice: the first id
@@ -27,7 +44,7 @@ TEST(TokenIndexTest, FindsEachTextAtItsFirstId) {
 }
 
 TEST(TokenIndexTest, IndexesOnlyTheKeptIds) {
-  const std::vector<std::string> texts = {"x", "y", "x", "z"};
+  const TokenTexts texts = {"x", "y", "x", "z"};
   const TokenIndex odd(texts, [](TokenId id) { return id % 2 == 1; });
   EXPECT_EQ(odd.Find("x"), -1);
   EXPECT_EQ(odd.Find("y"), 1);
@@ -37,7 +54,7 @@ TEST(TokenIndexTest, IndexesOnlyTheKeptIds) {
 }
 
 TEST(TokenIndexTest, EveryTextOfALargeVocabulary) {
-  std::vector<std::string> texts;
+  TokenTexts texts;
   for (int i = 0; i < 100000; ++i) texts.push_back("t" + std::to_string(i * 7919 % 100003));
   const TokenIndex index(texts);
   for (int i = 0; i < 100000; ++i) ASSERT_EQ(index.Find(texts[i]), i) << texts[i];

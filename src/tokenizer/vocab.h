@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/token_texts.h"
+
 namespace qevict {
 
 using TokenId = int32_t;
@@ -25,7 +27,7 @@ enum class TokenType : int32_t {
 struct Vocab {
   std::string model;  // tokenizer.ggml.model: "gpt2" (byte-level BPE) or "llama" (SentencePiece)
   std::string pre;    // tokenizer.ggml.pre; empty means "default"
-  std::vector<std::string> tokens;       // id -> text (byte-level mapped for "gpt2")
+  TokenTexts tokens;                     // id -> text (byte-level mapped for "gpt2")
   std::vector<float> scores;             // empty, or one per token
   std::vector<TokenType> token_types;    // empty (all normal), or one per token
   std::vector<std::string> merges;       // "left right", rank = index; "gpt2" only

@@ -103,7 +103,8 @@ std::vector<uint8_t> TokenizerGguf(const Vocab& v, uint32_t bos_id) {
   w.Add("general.architecture", gguf::testing::val::Str("llama"));
   w.Add("tokenizer.ggml.model", gguf::testing::val::Str(v.model));
   w.Add("tokenizer.ggml.pre", gguf::testing::val::Str(v.pre));
-  w.Add("tokenizer.ggml.tokens", gguf::testing::val::StrArray(v.tokens));
+  w.Add("tokenizer.ggml.tokens",
+        gguf::testing::val::StrArray(std::vector<std::string>(v.tokens.begin(), v.tokens.end())));
   std::vector<int32_t> types;
   for (TokenType t : v.token_types) types.push_back(static_cast<int32_t>(t));
   w.Add("tokenizer.ggml.token_type", gguf::testing::val::I32Array(types));

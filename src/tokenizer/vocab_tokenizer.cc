@@ -68,9 +68,9 @@ std::string VocabTokenizer::TokenToPiece(TokenId id, bool render_special) const 
   switch (vocab_.type(id)) {
     case TokenType::kControl:
     case TokenType::kUnknown:
-      return render_special ? vocab_.tokens[id] : std::string();
+      return render_special ? std::string(vocab_.tokens[id]) : std::string();
     case TokenType::kUserDefined:
-      return vocab_.tokens[id];
+      return std::string(vocab_.tokens[id]);
     default:
       return TextPiece(id);
   }
