@@ -128,7 +128,10 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   scores.assign(static_cast<size_t>(table.CreatedWindows(l)), 0.0f);
   if (n_obs == 0) return;
 
-  // 1. Exact logits of the resident keys each observed query sees: [s][h][resident token].
+  // 1. Exact logits of the resident keys each observed query sees, [kv head][s][j][resident
+  // token] with h = kv head * group + j: a KV head's query rows lie n_res apart, so one call
+  // scores them all in place (a quantized window is dequantized and rotated once for them all,
+  // not once a query) over the most any of them sees; what a row does not see is then unset.
   thread_local std::vector<float> logits, row_max;
   thread_local std::vector<int64_t> visible;
   logits.assign(static_cast<size_t>(n_obs) * n_heads * n_res,
@@ -140,28 +143,28 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
     visible[s] = table.VisibleTo(l, position(s));
     most_visible = std::max(most_visible, visible[s]);
   }
-  // All the queries of a KV head scored in one call (a quantized window is dequantized and
-  // rotated once for them all, not once a query): their rows gathered, [s][j][hd], scored over
-  // the most any of them sees, then each row's visible part copied to its place.
-  thread_local std::vector<float> group_q, group_logits;
+  QEVICT_CHECK(most_visible <= n_res);
+  const auto resident_logits = [&](int s, int h) {
+    return logits.data() +
+           ((static_cast<int64_t>(h / group) * n_obs + s) * group + h % group) * n_res;
+  };
+  thread_local std::vector<float> group_q;
   if (most_visible > 0) {
     const int64_t n_rows = static_cast<int64_t>(n_obs) * group;
     group_q.resize(static_cast<size_t>(n_rows * hd));
-    group_logits.resize(static_cast<size_t>(n_rows * most_visible));
     for (int g = 0; g < n_kv; ++g) {
       for (int s = 0; s < n_obs; ++s) {
         std::copy_n(query(s) + static_cast<int64_t>(g) * group * hd, group * hd,
                     group_q.data() + static_cast<int64_t>(s) * group * hd);
       }
       cache.ScoreRange(layer, g, 0, most_visible, group_q.data(), static_cast<int>(n_rows),
-                       group_logits.data(), most_visible, scale);
+                       resident_logits(0, g * group), n_res, scale);
       for (int s = 0; s < n_obs; ++s) {
-        if (visible[s] == 0) continue;
         for (int j = 0; j < group; ++j) {
-          const int64_t h = static_cast<int64_t>(s) * n_heads + g * group + j;
-          const float* from = group_logits.data() + (static_cast<int64_t>(s) * group + j) * most_visible;
-          std::copy_n(from, visible[s], logits.data() + h * n_res);
-          row_max[h] = MaxOf(logits.data() + h * n_res, visible[s]);
+          const int h = g * group + j;
+          float* x = resident_logits(s, h);
+          std::fill(x + visible[s], x + most_visible, -std::numeric_limits<float>::infinity());
+          if (visible[s] > 0) row_max[static_cast<int64_t>(s) * n_heads + h] = MaxOf(x, visible[s]);
         }
       }
     }
@@ -295,7 +298,7 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   for (int s = 0; s < n_obs; ++s) {
     for (int h = 0; h < n_heads; ++h) {
       const int64_t sh = static_cast<int64_t>(s) * n_heads + h;
-      float* res = logits.data() + sh * n_res;
+      float* res = resident_logits(s, h);
       const float* cm = chunk_max.data() + sh * n_chunks;
       const int64_t vis = visible[s];
       float m = vis > 0 ? row_max[sh] : -std::numeric_limits<float>::infinity();
@@ -354,7 +357,6 @@ void RecallSource::ComputeLayer(int layer, const ResidentReader& cache) {
   ReleaseIfLarge(logits);
   ReleaseIfLarge(row_max);
   ReleaseIfLarge(group_q);
-  ReleaseIfLarge(group_logits);
   ReleaseIfLarge(ranked);
   ReleaseIfLarge(cand_sum);
   ReleaseIfLarge(chunk_max);
