@@ -208,8 +208,9 @@ elif [ "$PART" = recall-gemma ]; then
   run "recall-gemma-niah-32k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
     --tasks niah --lengths 32000 "${DEPTHS10[@]}"
   # Not run yet unless the notes of docs/results-recall.md say so (run them with ONLY and
-  # SHARDS, a few a session): drift at 32k, prompt-end (over an hour with every policy); the
-  # needles and drift at 16k in bounded prefill (a 16k prefill a row: a few hours a cell for the
+  # SHARDS, a few a session): drift at 32k, prompt-end (about 25 min a shard of 10 with every
+  # policy; run in sessions 11 and 12 with SHARDS=3); the needles and drift at 16k in bounded
+  # prefill (a 16k prefill a row: a few hours a cell for the
   # three policies). Drift at 8k and the needles at 16k with the question in the prompt were run
   # in session 9 (about 10 and 18 min); the needles at 16k in bounded prefill (about 30 min a
   # shard of 10 instances alone on 2 cores, 3 shards) and drift at 16k with the question in the
