@@ -97,7 +97,7 @@ bench-kv: setup build
 bench-gemma: setup build
 	@MODEL=models/gemma-3-270m-q4_k_m.gguf OUT=docs/benchmarks-gemma.md STAGES=speed,kv \
 	  CTX=512,4096,8192,16384 ROUNDS=1 PROFILE=0 KV_CTX=32000 KV_SCOPE=global \
-	  KV_POLICIES=qevict,snapkv,qevict-recall KV_BUDGETS=0.05,0.1 scripts/bench.sh
+	  KV_POLICIES=qevict,snapkv,qevict-recall KV_BUDGETS=0.05,0.1 KV_ROUNDS=2 scripts/bench.sh
 
 # libFuzzer targets with ASan+UBSan, FUZZ_SECONDS (default 180) each; see docs/security.md.
 fuzz:

@@ -29,7 +29,9 @@
 #
 # Environment: BIN (default build/qevict), MODEL, THREADS (2), CTX (512,4096,8192), GEN (64), REPS (2),
 # ROUNDS (3), QUIET_WAIT (30), QUIET_IDLE (0.75), KV_CTX (4096,8192), KV_POLICIES (all: every policy
-# `qevict run --help` lists; or a comma list), KV_BUDGETS (0.05,0.1), KV_REPS (1), KV_SCOPE (empty; `global`:
+# `qevict run --help` lists; or a comma list), KV_BUDGETS (0.05,0.1), KV_REPS (1), KV_ROUNDS (1: with N > 1,
+# every row of the KV table runs once a round, rows interleaved, and the best round is kept, so
+# that the machine drifting during the run touches every row alike), KV_SCOPE (empty; `global`:
 # the KV table's budgets are of the global layers' cache, --kv-budget-scope global), KV_FLOOR_CTX (512:
 # the full cache's decode at this short context bounds every policy's speed-up; 0 = skip), PROFILE (1 = when perf
 # works, 0 = skip), LLAMACPP (1 = compare with llama.cpp, 0 = qevict only), OUT
@@ -59,6 +61,7 @@ KV_CTX=${KV_CTX:-4096,8192}
 KV_BUDGETS=${KV_BUDGETS:-0.05,0.1}
 KV_POLICIES=${KV_POLICIES:-all}
 KV_REPS=${KV_REPS:-1}
+KV_ROUNDS=${KV_ROUNDS:-1}
 KV_SCOPE=${KV_SCOPE:-}
 KV_FLOOR_CTX=${KV_FLOOR_CTX:-512}
 STAGES=${STAGES:-speed,speed1,kv,memory,cold,profile}
@@ -212,26 +215,38 @@ if stage kv && [ "$KV_FLOOR_CTX" != 0 ]; then
   "$BIN" bench -m "$MODEL" --ctx "$KV_FLOOR_CTX" -t "$THREADS" --gen "$GEN" --reps 3 --json \
     --bandwidth-mib 0 >"$WORK/kvfloor_L$KV_FLOOR_CTX.json"
 fi
+# kv_row L POLICY BUDGET FILE: one row of the KV table into FILE (JSON); a failure is noted.
+kv_row() {
+  local L=$1 p=$2 b=$3 file=$4
+  local extra=()
+  [ "$p" != full ] && extra=(--kv-policy "$p" --kv-budget "$b" ${KV_SCOPE:+--kv-budget-scope "$KV_SCOPE"})
+  if ! "$BIN" bench -m "$MODEL" --ctx "$L" -t "$THREADS" --gen "$GEN" --reps "$KV_REPS" --json \
+      --bandwidth-mib 0 "${extra[@]}" >"$file" 2>"$WORK/kv_${p}_${b}_L$L.err"; then
+    log "kv: $p at $b failed: $(tail -1 "$WORK/kv_${p}_${b}_L$L.err")"
+    rm -f "$file"
+    cp "$WORK/kv_${p}_${b}_L$L.err" "$WORK/kvfail_${p}_${b}_L$L.txt"
+  fi
+}
 for L in "${kv_ctx_list[@]}"; do
   stage kv || break
-  log "kv: full at $L"
-  "$BIN" bench -m "$MODEL" --ctx "$L" -t "$THREADS" --gen "$GEN" --reps "$KV_REPS" --json \
-    --bandwidth-mib 0 >"$WORK/kv_full_none_L$L.json"
-  for p in "${policies[@]}"; do
-    [ "$p" = full ] && continue
-    for b in "${budgets[@]}"; do
-      log "kv: $p at budget $b, context $L"
-      if ! "$BIN" bench -m "$MODEL" --ctx "$L" -t "$THREADS" --gen "$GEN" --reps "$KV_REPS" --json \
-          --bandwidth-mib 0 --kv-policy "$p" --kv-budget "$b" ${KV_SCOPE:+--kv-budget-scope "$KV_SCOPE"} \
-          >"$WORK/kv_${p}_${b}_L$L.json" \
-          2>"$WORK/kv_${p}_${b}_L$L.err"; then
-        log "kv: $p at $b failed: $(tail -1 "$WORK/kv_${p}_${b}_L$L.err")"
-        rm -f "$WORK/kv_${p}_${b}_L$L.json"
-        cp "$WORK/kv_${p}_${b}_L$L.err" "$WORK/kvfail_${p}_${b}_L$L.txt"
-      fi
+  for ((round = 1; round <= KV_ROUNDS; round++)); do
+    # One round: every row once. With KV_ROUNDS > 1 the rounds' files are merged below.
+    prefix=kv
+    [ "$KV_ROUNDS" -gt 1 ] && prefix=kvround${round}
+    log "kv: full at $L$([ "$KV_ROUNDS" -gt 1 ] && echo " (round $round of $KV_ROUNDS)")"
+    kv_row "$L" full none "$WORK/${prefix}_full_none_L$L.json"
+    for p in "${policies[@]}"; do
+      [ "$p" = full ] && continue
+      for b in "${budgets[@]}"; do
+        log "kv: $p at budget $b, context $L"
+        kv_row "$L" "$p" "$b" "$WORK/${prefix}_${p}_${b}_L$L.json"
+      done
     done
   done
 done
+if stage kv && [ "$KV_ROUNDS" -gt 1 ]; then
+  python3 scripts/render_benchmarks.py --work "$WORK" --merge-kv-rounds
+fi
 
 # Memory: one process per row, so that each peak RSS is that row's alone (weights included).
 if stage memory; then
@@ -318,7 +333,7 @@ json.dump({
     "bin": "$BIN", "model": "$MODEL", "threads": $THREADS, "gen": $GEN, "reps": $REPS,
     "rounds": $ROUNDS, "ctx": "$CTX", "ctx1": "$CTX1", "quiet_idle": $QUIET_IDLE,
     "quiet_wait": $QUIET_WAIT, "quiet_load": $QUIET_LOAD, "kv_ctx": "$KV_CTX", "kv_budgets": "$KV_BUDGETS",
-    "kv_reps": $KV_REPS, "kv_scope": "$KV_SCOPE", "mem_ctx": "$MEM_CTX", "mem_budgets": "$MEM_BUDGETS",
+    "kv_reps": $KV_REPS, "kv_rounds": $KV_ROUNDS, "kv_scope": "$KV_SCOPE", "mem_ctx": "$MEM_CTX", "mem_budgets": "$MEM_BUDGETS",
     "mem_gen": $MEM_GEN, "cold_ctx": $COLD_CTX, "cold_budget": $COLD_BUDGET, "cold_reps": $COLD_REPS,
     "llama_bench": "$LLAMA_BENCH",
     "llama_version": sh("scripts/bench_llamacpp.sh version") if "$LLAMA_BENCH" else "",

@@ -536,6 +536,27 @@ def full_and_order(rows):
     return full, order
 
 
+def merge_kv_rounds(work):
+    """KV_ROUNDS > 1 (scripts/bench.sh): each row ran once a round, the rows interleaved, into
+    kvround{R}_{policy}_{budget}_L{ctx}.json. Writes kv_{policy}_{budget}_L{ctx}.json as the
+    round with the fastest decode (the best, as `qevict bench --reps` reports within a process),
+    with every round's decode tok/s beside it (decode_tps_rounds)."""
+    groups = {}
+    for path in sorted(glob.glob(os.path.join(work, "kvround*_*_L*.json"))):
+        m = re.match(r"kvround(\d+)_(.+\.json)$", os.path.basename(path))
+        j = try_load(path)
+        if m and j and j.get("rows"):
+            groups.setdefault(m.group(2), []).append((int(m.group(1)), j))
+    for name, runs in groups.items():
+        runs.sort(key=lambda rj: rj[0])
+        best = max(runs, key=lambda rj: rj[1]["rows"][0].get("decode_tps", 0.0))[1]
+        merged = json.loads(json.dumps(best))
+        merged["rows"][0]["decode_tps_rounds"] = [j["rows"][0].get("decode_tps") for _, j in runs]
+        merged["rounds"] = len(runs)
+        with open(os.path.join(work, "kv_" + name), "w") as f:
+            json.dump(merged, f, indent=1)
+
+
 def collect_kv(work):
     rows = collect_policy_rows(work, "kv")
     fails = []
@@ -557,22 +578,28 @@ def render_kv(work, meta, bw=0.0):
         lines += ["Only `full` was measured: this build of qevict has no `--kv-budget` flag yet "
                   "(scripts/bench.sh runs the tiered policies at budgets %s once it has)." %
                   meta.get("kv_budgets"), ""]
+    rounds = int(meta.get("kv_rounds") or 1)
     lines += ["`qevict bench --ctx L --kv-policy P --kv-budget B`, %s threads, %s decode steps, "
-              "best of %s repetition(s); KV bytes are what the cache holds (KvStats) after the "
+              "best of %s repetition(s)%s; KV bytes are what the cache holds (KvStats) after the "
               "prompt and at the end; the budget is a fraction of an fp16 cache of prompt + new "
               "tokens. *share of its bandwidth limit*: decode tok/s x the bytes one decode step "
               "reads (weights + the KV the cache holds, as `qevict bench` counts them) / the read "
               "bandwidth measured above (%s GB/s)." % (
                   meta.get("threads"), meta.get("gen"), meta.get("kv_reps", "?"),
+                  (" a process, and the best of %d interleaved rounds (every row once a round, in "
+                   "table order, so that the machine drifting during the run touches every row "
+                   "alike; *decode rounds* lists each round's tok/s)" % rounds) if rounds > 1 else "",
                   fmt(bw) if bw else "not measured")
               + (" Budgets marked *(global)* are of the global layers' fp16 cache "
                  "(`--kv-budget-scope global`): the sliding-window layers' rings are kept whole "
                  "on top of it, in the KV columns." if meta.get("kv_scope") == "global" else ""),
               "",
-              "| context | policy | budget | prefill tok/s | decode tok/s | decode vs full | "
+              "| context | policy | budget | prefill tok/s | decode tok/s | "
+              + ("decode rounds | " if rounds > 1 else "") + "decode vs full | "
               "share of its bandwidth limit | "
               "KV after prompt | KV at end | KV peak | KV budget | peak RSS | RSS at end |",
-              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "|---:|---|---:|---:|---:|" + ("---|" if rounds > 1 else "")
+              + "---:|---:|---:|---:|---:|---:|---:|---:|"]
     full, order = full_and_order(rows)
     for r in order:
         f = full.get(r["ctx"])
@@ -581,7 +608,9 @@ def render_kv(work, meta, bw=0.0):
         lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["ctx"], r["policy"], "-" if r["budget"] == "none" else
             r["budget"] + (" (global)" if meta.get("kv_scope") == "global" else ""),
-            fmt(r["prefill_tps"]), fmt(r["decode_tps"]),
+            fmt(r["prefill_tps"]), fmt(r["decode_tps"]) + (
+                " | " + ", ".join(fmt(x) for x in r.get("decode_tps_rounds") or [])
+                if rounds > 1 else ""),
             ratio_str(r["decode_tps"], f["decode_tps"]) if f else "n/a", share,
             mib(r["kv_resident_bytes_after_prompt"]), mib(r["kv_resident_bytes"]),
             mib(r["kv_peak_bytes"]),
@@ -808,12 +837,19 @@ def splice_section(path, lines, meta, stages="memory"):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--merge-kv-rounds", action="store_true",
+                    help="merge the KV table's rounds in WORK (scripts/bench.sh KV_ROUNDS) and exit")
     ap.add_argument("--section", choices=["memory", "kv"],
                     help="render this section alone into the existing page (its own run): the "
                          "memory table, or the KV-cache policies with the follow-up from the disk")
     ap.add_argument("--stages", default="memory", help="the STAGES of that run, for its note")
     args = ap.parse_args()
+    if args.merge_kv_rounds:
+        merge_kv_rounds(args.work)
+        return
+    if not args.out:
+        ap.error("--out is required")
     meta = load_json(os.path.join(args.work, "meta.json"))
     if args.section == "memory":
         splice_section(args.out, render_memory(args.work, meta), meta, args.stages)
