@@ -96,6 +96,20 @@ TEST(TurnScoresTest, RescoreRefusesRowsOfOtherTasks) {
   }
   rows = {Row("a", {{"829", 1.0}}, 1.0)};
   EXPECT_THROW(RescoreRows(rows, {Task("a", {{"829"}, {"1"}})}), Error);  // turns differ
+  // Fields of the wrong kind are errors naming the row, not crashes.
+  for (const char* bad : {R"({"output": 5})", R"({"score": 1.0})", R"("text")"}) {
+    rows = {Row("a", {{"829", 1.0}}, 1.0)};
+    rows[0]["turns"][0] = json::parse(bad);
+    EXPECT_THROW(RescoreRows(rows, {Task("a", {{"829"}})}), Error) << bad;
+  }
+  for (const char* field : {"scorer", "kind", "accuracy", "id"}) {
+    rows = {Row("a", {{"829", 1.0}}, 1.0)};
+    rows[0][field] = json::array({1});
+    EXPECT_THROW(RescoreRows(rows, {Task("a", {{"829"}})}), Error) << field;
+  }
+  rows = {Row("a", {{"829", 1.0}}, 1.0)};
+  rows[0]["turns"] = "x";
+  EXPECT_THROW(RescoreRows(rows, {Task("a", {{"829"}})}), Error);
 }
 
 }  // namespace
