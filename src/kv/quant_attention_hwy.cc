@@ -162,9 +162,9 @@ struct ComposedRotation {
 };
 
 // One key row, dequantized and rotated (adjacent pairs over [0, rot)), in even/odd order.
-template <int BITS, class D, class Rotation>
+template <int BITS, class D>
 HWY_INLINE void SplitKeyRow(D d, const uint8_t* codes, const float* scales, const float* zeros,
-                            int hd, int rot, const Rotation& rotation, float* dst) {
+                            int hd, int rot, const ComposedRotation<D>& rotation, float* dst) {
   const int K = LanesOf(d);
   for (int c = 0; c < hd; c += 2 * K) {
     hn::Vec<D> ke, ko;
@@ -184,9 +184,9 @@ HWY_INLINE void SplitKeyRow(D d, const uint8_t* codes, const float* scales, cons
 }
 
 // One key row, dequantized and rotated (NEOX halves (i, i + rot/2)), in natural order.
-template <int BITS, class D, class Rotation>
+template <int BITS, class D>
 HWY_INLINE void NeoxKeyRow(D d, const uint8_t* codes, const float* scales, const float* zeros,
-                           int hd, int rot, const Rotation& rotation, float* dst) {
+                           int hd, int rot, const ComposedRotation<D>& rotation, float* dst) {
   const int K = LanesOf(d), half = rot / 2;
   const auto key = [&](int c) {
     return hn::MulAdd(NaturalCodes<BITS>(d, codes, c), hn::Load(d, scales + c),
