@@ -64,8 +64,19 @@ def normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text.lower()).strip()
 
 
+def appears(output: str, answer: str) -> bool:
+    """qevict's substring scorer: the normalized answer inside the normalized output, with its
+    numbers whole (no digit right before a leading digit or right after a trailing one)."""
+    needle, hay = normalize(answer), normalize(output)
+    if not needle:
+        return False
+    before = r"(?<![0-9])" if needle[0] in "0123456789" else ""
+    after = r"(?![0-9])" if needle[-1] in "0123456789" else ""
+    return re.search(before + re.escape(needle) + after, hay) is not None
+
+
 def turn_score(output: str, answers, scoring: str) -> float:
-    found = [1.0 if normalize(a) in normalize(output) else 0.0 for a in answers]
+    found = [1.0 if appears(output, a) else 0.0 for a in answers]
     if scoring == "all":
         return min(found)
     if scoring == "share":
