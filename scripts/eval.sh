@@ -181,7 +181,7 @@ elif [ "$PART" = recall-gemma ]; then
   # 16k and drift at 8k in prompt-end mode (one fp16 prefill forked into every row); needles at
   # 8k again in bounded prefill (512-token chunks under the budget, a prefill per row) for the
   # policies a user runs that way; drift at 16k. About 16, 14, 35, 20 and 35 min on 2 cores.
-  TOTAL=16
+  TOTAL=18
   POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle}
   S=${RUN_SUFFIX:-}
   GR=(--budgets 0.05,0.1 --kv-budget-scope global --protocol context-only)
@@ -235,6 +235,15 @@ elif [ "$PART" = recall-gemma ]; then
     "${DEPTHS10[@]}"
   run "recall-gemma-drift-16k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
     --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks drift --lengths 16384 \
+    --samples 30
+  # Added in session 12: drift at 16k in bounded prefill (above) took about 40 min a shard of 10
+  # on 2 cores beside other work (shard 0 run in session 12); the needles and drift at 32k in
+  # bounded prefill, a 32k prefill a row for the three policies, about twice that a shard.
+  run "recall-gemma-niah-32k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
+    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks niah --lengths 32000 \
+    "${DEPTHS10[@]}"
+  run "recall-gemma-drift-32k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
+    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks drift --lengths 32000 \
     --samples 30
 elif [ "$PART" = long ]; then
   TOTAL=4
