@@ -14,7 +14,7 @@ namespace qevict {
 
 // Most activation rows one kernel call handles; each weight block is decoded once per call and
 // reused for all of them.
-inline constexpr int kMaxTileTokens = 8;
+inline constexpr int kMaxTileTokens = 16;
 
 // A tile of dot products: for r < n_rows and t < n_tok (1 <= n_tok <= kMaxTileTokens)
 //   out[t * out_stride + r] = sum_i W_r[i] * A_t[i],   i < n,
