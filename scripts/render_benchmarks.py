@@ -692,10 +692,13 @@ def render_follow_up(rows):
              "recalls from the cold tier included; *cold on disk*: the cold file's live bytes at "
              "the end (outside RAM), with what the OS page cache held of it then (the kernel's "
              "to take back, in no process's RSS, never counted as resident); *read / token*: cold-store bytes read per decoded token; *read / follow-up*: "
-             "bytes the follow-up read." % measured[0]["follow_up_tokens"], "",
+             "bytes the follow-up read; *routing / token* and *routing / follow-up*: the time the cache "
+             "spent in routing steps (scores, recall's ranking and reads, tier moves) per decoded "
+             "token and during the follow-up (`KvStats::routing_seconds`, last repetition; n/a "
+             "in rows measured before it was counted)." % measured[0]["follow_up_tokens"], "",
              "| context | policy | budget | follow-up TTFT | vs full | cold on disk | "
-             "read / token | read / follow-up |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|"]
+             "read / token | read / follow-up | routing / token | routing / follow-up |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in order:
         f = full.get(r["ctx"])
         cold = r.get("kv_cold_bytes", 0) or 0
@@ -706,8 +709,20 @@ def render_follow_up(rows):
             if f and f.get("follow_up_ttft_s") else "n/a",
             cold_text(r) if cold else "-",
             ("%s KiB" % fmt(r.get("cold_read_bytes_per_token", 0) / 1024.0, 0)) if cold else "-",
-            mib(r.get("cold_read_bytes_follow_up", 0)) if cold else "-"))
+            mib(r.get("cold_read_bytes_follow_up", 0)) if cold else "-",
+            routing_text(r, "routing_ms_per_token", 2),
+            routing_text(r, "routing_ms_follow_up", 1)))
     return lines + [""]
+
+
+def routing_text(r, key, digits):
+    """A row's routing time in ms (`qevict bench` JSON), '-' for a cache that never routes,
+    n/a for a row measured before the time was counted."""
+    if key not in r:
+        return "n/a"
+    if r["policy"] in ("full", "quest"):
+        return "-"
+    return "%s ms" % fmt(r[key], digits)
 
 
 def render_cold(work, meta):

@@ -60,6 +60,10 @@ struct Row {
   std::vector<double> follow_up_ttft_s;
   int64_t decode_cold_read_bytes = 0;
   int64_t follow_up_cold_read_bytes = 0;
+  // Time the cache spent routing (KvStats::routing_seconds) during the decode steps and the
+  // follow-up, in the last repetition.
+  double decode_routing_s = 0.0;
+  double follow_up_routing_s = 0.0;
 };
 
 std::vector<int64_t> ParseContexts(const std::string& list) {
@@ -207,6 +211,8 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
     row.decode_tps.push_back(t.generated_tokens / std::max(t.generate_seconds, 1e-9));
     row.kv_end = session.cache().Stats();
     row.kv_after_follow_up = row.kv_end;
+    row.decode_cold_read_bytes = row.kv_end.cold_read_bytes - row.kv_prefill.cold_read_bytes;
+    row.decode_routing_s = row.kv_end.routing_seconds - row.kv_prefill.routing_seconds;
     if (f.follow_up > 0) {
       // The follow-up as a conversation's next turn: what the cache holds is kept, and the time
       // to its first token is its prefill (recalls from the cold tier included) and the logits.
@@ -220,8 +226,8 @@ Row BenchContext(const BenchFlags& f, const LoadedModel& m, ThreadPool& pool, in
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       const KvStats after = session.cache().Stats();
       row.kv_after_follow_up = after;
-      row.decode_cold_read_bytes = row.kv_end.cold_read_bytes - row.kv_prefill.cold_read_bytes;
       row.follow_up_cold_read_bytes = after.cold_read_bytes - row.kv_end.cold_read_bytes;
+      row.follow_up_routing_s = after.routing_seconds - row.kv_end.routing_seconds;
     }
     if (last) row.mem = ReadMemoryStats();
   }
@@ -279,6 +285,8 @@ nlohmann::json RowJson(const Row& r, double bandwidth_gbs) {
           {"cold_read_bytes_per_token",
            static_cast<double>(r.decode_cold_read_bytes) / std::max<int64_t>(r.gen, 1)},
           {"cold_read_bytes_follow_up", r.follow_up_cold_read_bytes},
+          {"routing_ms_per_token", 1e3 * r.decode_routing_s / std::max<int64_t>(r.gen, 1)},
+          {"routing_ms_follow_up", 1e3 * r.follow_up_routing_s},
           {"kv_infeasible", r.kv_end.infeasible},
           {"peak_rss_bytes", r.mem.peak_rss_bytes},
           {"rss_bytes", r.mem.rss_bytes},
@@ -310,14 +318,14 @@ void PrintText(const nlohmann::json& j) {
         j["bandwidth_passes"].get<int>(), j["working_set_bandwidth_gbs"].get<double>());
   }
   std::printf("peak RSS: %.1f MiB\n\n", Mib(j["peak_rss_bytes"].get<double>()));
-  std::printf("%7s %7s %14s %13s %12s %11s %10s %10s %9s %13s %11s %11s %13s\n", "ctx",
+  std::printf("%7s %7s %14s %13s %12s %11s %10s %10s %9s %13s %11s %11s %13s %12s\n", "ctx",
               "prompt", "prefill tok/s", "decode tok/s", "KV resident", "peak RSS", "RSS file",
               "MiB/token", "% bw lim", "follow-up ms", "cold disk", "cold/token",
-              "cold/follow-up");
+              "cold/follow-up", "route ms/tok");
   for (const nlohmann::json& r : j["rows"]) {
     std::printf(
         "%7lld %7lld %14.1f %13.1f %8.1f MiB %7.1f MiB %6.1f MiB %10.1f %8.1f%% %13.1f %7.1f MiB "
-        "%7.1f KiB %9.1f MiB\n",
+        "%7.1f KiB %9.1f MiB %12.3f\n",
         r["ctx"].get<long long>(), r["prompt_tokens"].get<long long>(),
         r["prefill_tps"].get<double>(), r["decode_tps"].get<double>(),
         Mib(r["kv_resident_bytes"].get<double>()), Mib(r["peak_rss_bytes"].get<double>()),
@@ -325,11 +333,14 @@ void PrintText(const nlohmann::json& j) {
         100.0 * r["bandwidth_fraction"].get<double>(), 1e3 * r["follow_up_ttft_s"].get<double>(),
         Mib(r["kv_cold_bytes"].get<double>()),
         r["cold_read_bytes_per_token"].get<double>() / 1024.0,
-        Mib(r["cold_read_bytes_follow_up"].get<double>()));
+        Mib(r["cold_read_bytes_follow_up"].get<double>()),
+        r["routing_ms_per_token"].get<double>());
   }
   std::printf("\n(follow-up ms: time to the first token of a %lld-token later prompt after the "
               "decode steps, recalls included; cold/token and cold/follow-up: bytes read back "
-              "from the cold store per decoded token and by that prompt)\n",
+              "from the cold store per decoded token and by that prompt; route ms/tok: time "
+              "the cache spent routing per decoded token, recall's ranking and tier moves "
+              "included)\n",
               j["rows"].empty() ? 0LL : j["rows"][0]["follow_up_tokens"].get<long long>());
 }
 

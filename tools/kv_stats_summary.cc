@@ -129,6 +129,11 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
            std::to_string(s.quant_windows) + " quantized, " + std::to_string(s.evicted_windows) +
            " evicted; promotions " + std::to_string(s.promotions) + ", demotions " +
            std::to_string(s.demotions) + ", routing steps " + std::to_string(s.routing_steps);
+    if (s.routing_seconds > 0.0) {
+      char ms[32];
+      std::snprintf(ms, sizeof ms, "%.1f", 1e3 * s.routing_seconds);
+      out += std::string(" (") + ms + " ms in all, recalls included)";
+    }
   }
   if (s.mean_visible_bytes > 0) {  // quest: the budget caps attention, not memory
     out += "\n  attended per generated token " + SummaryMiB(s.mean_attended_bytes) + " = " +

@@ -66,6 +66,7 @@ nlohmann::json KvStatsToJson(const KvStats& s) {
         static_cast<double>(s.mean_attended_bytes) / static_cast<double>(s.mean_visible_bytes);
   }
   if (s.prior_seconds > 0.0) j["prior_s"] = s.prior_seconds;
+  if (s.routing_seconds > 0.0) j["routing_s"] = s.routing_seconds;
   if (s.external_score_tokens > 0) {  // reconstruction scoring ran (engine/score_hooks.h)
     j["external_score_s"] = s.external_score_seconds;
     j["external_score_tokens"] = s.external_score_tokens;

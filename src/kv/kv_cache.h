@@ -107,6 +107,12 @@ struct KvStats {
   // Wall time the cache spent computing key-norm / expected-attention window scores
   // (KvConfig::score_source) at the first prompt end; 0 for every other policy.
   double prior_seconds = 0.0;
+  // Wall time inside routing steps (score sources, the policy's plan, demotions, evictions to
+  // the cold tier, recalls and promotions) and in the recalls a prompt batch makes before it
+  // attends (KvConfig::recall_prompt), over the whole run: what keeping the cache within its
+  // budget costs beside attention. Process-local (not saved in a prompt cache); 0 for caches
+  // that never route (full, quest).
+  double routing_seconds = 0.0;
   // Max of reserved_bytes right after each routing step (compaction done): what the cache keeps
   // mapped in its steady state, <= 1.25 x max(budget, floor) + 1 MiB (docs/kv-cache.md, "Memory").
   int64_t routed_reserved_peak_bytes = 0;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "kernels/attention.h"
+#include "kv/digest_estimator.h"
 #include "kv/disk_cold_store.h"
 #include "util/error.h"
 #include "util/scratch.h"
@@ -383,20 +384,24 @@ void RecallSource::ShortlistByDigest(const WindowTable& table, const LayerWindow
   // The windows of a digest group share one digest (they come in index order, so a group's are
   // consecutive): its estimates for every query and head are computed at the group's first
   // window and reused for the others.
+  // Every row [s][h] against every digest: what depends on the queries alone is prepared once.
   const uint8_t* estimated = nullptr;
+  std::vector<const float*> rows(static_cast<size_t>(n_obs) * n_heads);
+  std::vector<int> kv_heads(rows.size());
+  for (int s = 0; s < n_obs; ++s) {
+    for (int h = 0; h < n_heads; ++h) {
+      rows[s * n_heads + h] = queries[s] + static_cast<int64_t>(h) * hd;
+      kv_heads[s * n_heads + h] = h / group;
+    }
+  }
+  const DigestEstimator estimator(kind_, dg, context, rows, kv_heads);
   thread_local std::vector<float> estimates;
-  estimates.resize(static_cast<size_t>(n_obs) * n_heads);
+  estimates.resize(rows.size());
   for (int64_t k = 0; k < n_cold; ++k) {
     const uint8_t* digest = table.Digest(l, static_cast<size_t>(k));
     if (digest != estimated) {
-      for (int s = 0; s < n_obs; ++s) {
-        for (int h = 0; h < n_heads; ++h) {
-          estimates[s * n_heads + h] =
-              WindowDigest::EstimateBytes(kind_, dg, digest, h / group,
-                                          queries[s] + static_cast<int64_t>(h) * hd, context) *
-              scale;
-        }
-      }
+      estimator.Estimate(digest, estimates.data());
+      for (float& e : estimates) e *= scale;
       estimated = digest;
     }
     const int32_t first_pos = table.position(table.FirstToken(l.cold[k].index));

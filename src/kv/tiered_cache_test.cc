@@ -197,6 +197,33 @@ TEST_F(TieredCacheTest, ExactRecoveryFaultsAreErrorsNamingTheFile) {
   }
 }
 
+TEST_F(TieredCacheTest, RoutingTimeIsCountedOnlyWhileRouting) {
+  // KvStats::routing_seconds: nothing before the first routing step, something after it, and it
+  // grows only at routing steps (every route_every generated tokens), not at the tokens between.
+  auto script = [](int64_t, int, int64_t) { return Tier::kQuant; };
+  auto cache = Make(script, 2, RecoveryFidelity::kExact);
+  cache->BeginRun(120, 16);
+  EXPECT_EQ(cache->Stats().routing_seconds, 0.0);
+  RunBatch(*cache, model_, 0, 120, BatchKind::kPromptEnd, pool_);
+  const KvStats after_prompt = cache->Stats();
+  ASSERT_EQ(after_prompt.routing_steps, 1);
+  EXPECT_GT(after_prompt.routing_seconds, 0.0);
+  double seconds = after_prompt.routing_seconds;
+  int64_t steps = after_prompt.routing_steps;
+  for (int i = 0; i < 8; ++i) {
+    RunBatch(*cache, model_, 120 + i, 1, BatchKind::kGenerated, pool_);
+    const KvStats s = cache->Stats();
+    if (s.routing_steps > steps) {
+      EXPECT_GT(s.routing_seconds, seconds) << "token " << i;
+    } else {
+      EXPECT_EQ(s.routing_seconds, seconds) << "token " << i;
+    }
+    seconds = s.routing_seconds;
+    steps = s.routing_steps;
+  }
+  EXPECT_GT(steps, after_prompt.routing_steps);
+}
+
 TEST_F(TieredCacheTest, ReDemotionReproducesTheFirstCodes) {
   // Q -> fp16 -> Q: the second quantization gives back the first one's contents exactly in exact
   // mode (same originals) and, in paper mode, up to fp16 rounding of the promoted copy.

@@ -15,6 +15,7 @@
 namespace qevict {
 
 void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
+  const auto started = std::chrono::steady_clock::now();
   const int n_layers = geo_.n_layers;
   const std::optional<int64_t> budget = ledger_.budget();
   const bool unlimited = !budget;
@@ -123,6 +124,8 @@ void TieredCache::Route(BatchKind trigger, ThreadPool& pool) {
   if (!unlimited && !plan_.infeasible && !short_of_floor) {
     QEVICT_CHECK(ledger_.ResidentBytes() + reserve <= *budget);
   }
+  counters.routing_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 void TieredCache::Apply(const Plan& plan, ThreadPool& pool) {
@@ -326,6 +329,7 @@ void TieredCache::FitDigestContext(LayerWindows& l, const WindowRecord& first, c
 // end routes the layer again, as a prompt chunk is.
 void TieredCache::RecallForPrompt(int layer, int n, const int32_t* pos, const float* q,
                                   ThreadPool& pool) {
+  const auto started = std::chrono::steady_clock::now();
   LayerWindows& l = table_.layer(layer);
   // The scan reads every cold window of each layer in turn: the next layer's are asked of the
   // kernel now, so the disk reads them while this layer scans and attends (KvConfig::
@@ -353,6 +357,8 @@ void TieredCache::RecallForPrompt(int layer, int n, const int32_t* pos, const fl
   RecallLayer(l, indices, bytes);
   ledger_.counters().recalls += static_cast<int64_t>(indices.size());
   ledger_.UpdatePeaks();
+  ledger_.counters().routing_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 // Cold windows (by index) back into fp16, read in one batch; each keeps its disk copy, so a

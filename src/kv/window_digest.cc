@@ -8,11 +8,64 @@
 #include <string>
 #include <vector>
 
+#include "kv/digest_codes.h"
 #include "util/error.h"
 #include "util/fp16.h"
 
 namespace qevict {
+
+namespace digest_detail {
+
+// Bits a channel of the quantized mean-key kinds; 0 for the other kinds.
+int MeanKeyBits(DigestKind kind) {
+  switch (kind) {
+    case DigestKind::kMeanKeyQ8:
+      return 8;
+    case DigestKind::kMeanKeyQ4:
+      return 4;
+    case DigestKind::kMeanKeyQ3:
+      return 3;
+    case DigestKind::kMeanKeyQ2:
+      return 2;
+    case DigestKind::kMeanKeyQ4C:
+      return 4;
+    case DigestKind::kMeanKeyQ3C:
+      return 3;
+    case DigestKind::kMeanKeyQ2C:
+      return 2;
+    case DigestKind::kMeanKeyPcaQ8:
+      return 8;
+    case DigestKind::kMeanKeyPcaQ4:
+      return 4;
+    default:
+      return 0;
+  }
+}
+
+const DigestContext& NeedContext(DigestKind kind, const DigestGeometry& g,
+                                 const DigestContext* ctx) {
+  if (ctx == nullptr) {
+    throw Error(std::string("window digest: ") + DigestKindName(kind) +
+                " is built and read with its layer's DigestContext, and none was given");
+  }
+  if (ctx->n_kv_heads() != g.n_kv_heads || ctx->head_dim() != g.head_dim ||
+      ctx->rank() != DigestContextRank(kind, g)) {
+    throw Error("window digest: a context of " + std::to_string(ctx->n_kv_heads()) +
+                " KV heads x " + std::to_string(ctx->head_dim()) + ", rank " +
+                std::to_string(ctx->rank()) + " for a " + DigestKindName(kind) + " digest of " +
+                std::to_string(g.n_kv_heads) + " x " + std::to_string(g.head_dim) + " (rank " +
+                std::to_string(DigestContextRank(kind, g)) + ")");
+  }
+  return *ctx;
+}
+
+}  // namespace digest_detail
+
 namespace {
+
+using digest_detail::GetCode;
+using digest_detail::MeanKeyBits;
+using digest_detail::NeedContext;
 
 inline float KeyValue(float k) { return k; }
 inline float KeyValue(uint16_t k) { return Fp16ToFp32(k); }
@@ -46,44 +99,12 @@ void CheckGeometry(const DigestGeometry& g) {
   QEVICT_CHECK(g.n_kv_heads > 0 && g.head_dim > 0 && g.head_dim % 8 == 0 && g.window_tokens > 0);
 }
 
-// Bits a channel of the quantized mean-key kinds; 0 for the other kinds.
-int MeanKeyBits(DigestKind kind) {
-  switch (kind) {
-    case DigestKind::kMeanKeyQ8:
-      return 8;
-    case DigestKind::kMeanKeyQ4:
-      return 4;
-    case DigestKind::kMeanKeyQ3:
-      return 3;
-    case DigestKind::kMeanKeyQ2:
-      return 2;
-    case DigestKind::kMeanKeyQ4C:
-      return 4;
-    case DigestKind::kMeanKeyQ3C:
-      return 3;
-    case DigestKind::kMeanKeyQ2C:
-      return 2;
-    case DigestKind::kMeanKeyPcaQ8:
-      return 8;
-    case DigestKind::kMeanKeyPcaQ4:
-      return 4;
-    default:
-      return 0;
-  }
-}
-
 // Codes of `bits` bits packed least significant bit first, code i at bit i * bits (3-bit codes
 // straddle bytes).
 void PutCode(uint8_t* packed, int i, int bits, unsigned code) {
   const int at = i * bits, byte = at / 8, shift = at % 8;
   packed[byte] |= static_cast<uint8_t>(code << shift);
   if (shift + bits > 8) packed[byte + 1] |= static_cast<uint8_t>(code >> (8 - shift));
-}
-unsigned GetCode(const uint8_t* packed, int i, int bits) {
-  const int at = i * bits, byte = at / 8, shift = at % 8;
-  unsigned v = packed[byte] >> shift;
-  if (shift + bits > 8) v |= static_cast<unsigned>(packed[byte + 1]) << (8 - shift);
-  return v & ((1u << bits) - 1);
 }
 
 // The mid-rise grid of `bits` bits with step s: code u stands for (u - half + 1/2) * s.
@@ -155,22 +176,6 @@ void QuantizeQuestBound(const float* lo, const float* hi, int d, uint8_t* out) {
   }
 }
 
-const DigestContext& NeedContext(DigestKind kind, const DigestGeometry& g,
-                                 const DigestContext* ctx) {
-  if (ctx == nullptr) {
-    throw Error(std::string("window digest: ") + DigestKindName(kind) +
-                " is built and read with its layer's DigestContext, and none was given");
-  }
-  if (ctx->n_kv_heads() != g.n_kv_heads || ctx->head_dim() != g.head_dim ||
-      ctx->rank() != DigestContextRank(kind, g)) {
-    throw Error("window digest: a context of " + std::to_string(ctx->n_kv_heads()) +
-                " KV heads x " + std::to_string(ctx->head_dim()) + ", rank " +
-                std::to_string(ctx->rank()) + " for a " + DigestKindName(kind) + " digest of " +
-                std::to_string(g.n_kv_heads) + " x " + std::to_string(g.head_dim) + " (rank " +
-                std::to_string(DigestContextRank(kind, g)) + ")");
-  }
-  return *ctx;
-}
 
 int SignedNibble(unsigned n) { return static_cast<int>(n ^ 8u) - 8; }
 
