@@ -29,6 +29,32 @@ bool QuantizedMeanKey(DigestKind kind, bool* context) {
   }
 }
 
+// The d codes of `bits` bits at `packed` (digest_detail::GetCode's packing), as floats.
+void DecodeCodes(const uint8_t* packed, int d, int bits, float* out) {
+  switch (bits) {
+    case 2:
+      for (int i = 0; i < d / 4; ++i) {
+        const unsigned b = packed[i];
+        out[4 * i] = static_cast<float>(b & 3u);
+        out[4 * i + 1] = static_cast<float>((b >> 2) & 3u);
+        out[4 * i + 2] = static_cast<float>((b >> 4) & 3u);
+        out[4 * i + 3] = static_cast<float>(b >> 6);
+      }
+      return;
+    case 4:
+      for (int i = 0; i < d / 2; ++i) {
+        out[2 * i] = static_cast<float>(packed[i] & 15u);
+        out[2 * i + 1] = static_cast<float>(packed[i] >> 4);
+      }
+      return;
+    case 8:
+      for (int i = 0; i < d; ++i) out[i] = static_cast<float>(packed[i]);
+      return;
+    default:
+      for (int i = 0; i < d; ++i) out[i] = static_cast<float>(digest_detail::GetCode(packed, i, bits));
+  }
+}
+
 }  // namespace
 
 DigestEstimator::DigestEstimator(DigestKind kind, const DigestGeometry& g,
@@ -58,7 +84,8 @@ DigestEstimator::DigestEstimator(DigestKind kind, const DigestGeometry& g,
     }
     if (head.rows.empty()) continue;
     const int k = static_cast<int>(head.rows.size());
-    head.q_code.resize(static_cast<size_t>(d) * k);
+    head.stride = (k + kRowBlock - 1) / kRowBlock * kRowBlock;
+    head.q_code.assign(static_cast<size_t>(d) * head.stride, 0.0f);
     const float* offset = context_ ? ctx->offset(h) : nullptr;
     const float* scale = context_ ? ctx->scale(h) : nullptr;
     for (int j = 0; j < k; ++j) {
@@ -70,7 +97,7 @@ DigestEstimator::DigestEstimator(DigestKind kind, const DigestGeometry& g,
         const float qc = context_ ? q[c] * scale[c] : q[c];
         if (context_) q_off += q[c] * offset[c];
         q_sum += qc;
-        head.q_code[static_cast<size_t>(c) * k + j] = qc;
+        head.q_code[static_cast<size_t>(c) * head.stride + j] = qc;
       }
       q_offset_[i] = q_off;
       q_sum_[i] = q_sum;
@@ -92,24 +119,26 @@ void DigestEstimator::Estimate(const uint8_t* digest, float* out) const {
   const float mid = static_cast<float>(1 << (bits_ - 1)) - 0.5f;
   for (const HeadRows& head : heads_) {
     const uint8_t* r = digest + head.kv_head * head_bytes;
-    for (int c = 0; c < d; ++c) {
-      codes_[c] = static_cast<float>(digest_detail::GetCode(r + 2, c, bits_));
-    }
-    const int k = static_cast<int>(head.rows.size());
-    sums_.assign(k, 0.0f);
-    // Channel by channel, the head's rows side by side: each row's sum in channel order.
-    for (int c = 0; c < d; ++c) {
-      const float u = codes_[c];
-      const float* qc = head.q_code.data() + static_cast<size_t>(c) * k;
-      for (int j = 0; j < k; ++j) sums_[j] += qc[j] * u;
-    }
+    DecodeCodes(r + 2, d, bits_, codes_.data());
     uint16_t step;
     std::memcpy(&step, r, 2);
     const float s = Fp16ToFp32(step);
-    for (int j = 0; j < k; ++j) {
-      const int i = head.rows[j];
-      const float scaled = s * (sums_[j] - mid * q_sum_[i]);
-      out[i] = context_ ? q_offset_[i] + scaled : scaled;
+    const int k = static_cast<int>(head.rows.size());
+    for (int j0 = 0; j0 < k; j0 += kRowBlock) {
+      // Channel by channel, kRowBlock rows side by side in registers: each row's sum in
+      // channel order, as EstimateBytes takes it.
+      float sums[kRowBlock] = {};
+      const float* q_code = head.q_code.data() + j0;
+      for (int c = 0; c < d; ++c) {
+        const float u = codes_[c];
+        const float* qc = q_code + static_cast<size_t>(c) * head.stride;
+        for (int j = 0; j < kRowBlock; ++j) sums[j] += qc[j] * u;
+      }
+      for (int j = 0; j < kRowBlock && j0 + j < k; ++j) {
+        const int i = head.rows[j0 + j];
+        const float scaled = s * (sums[j] - mid * q_sum_[i]);
+        out[i] = context_ ? q_offset_[i] + scaled : scaled;
+      }
     }
   }
 }

@@ -18,6 +18,9 @@ namespace qevict {
 
 class DigestEstimator {
  public:
+  // Rows summed side by side (one vector register of floats on AVX2).
+  static constexpr int kRowBlock = 8;
+
   // rows[i]: a query head's query (head_dim floats, after RoPE), read against KV head
   // kv_heads[i]. The query rows must outlive the estimator (the kinds without a faster path read
   // them at each Estimate); so must ctx.
@@ -32,7 +35,10 @@ class DigestEstimator {
   struct HeadRows {
     int kv_head = 0;
     std::vector<int> rows;      // the rows that read this KV head
-    std::vector<float> q_code;  // [channel][row of the head]: q_c (x scale_c with a context)
+    // [channel][row of the head, padded to kRowBlock]: q_c (x scale_c with a context); 0 in
+    // the padding.
+    std::vector<float> q_code;
+    int stride = 0;
   };
   DigestKind kind_;
   DigestGeometry g_;
@@ -45,7 +51,6 @@ class DigestEstimator {
   std::vector<float> q_offset_;  // [row] q . offset (context kinds)
   std::vector<float> q_sum_;     // [row] the sum of q_code over the channels
   mutable std::vector<float> codes_;  // one head's codes as floats
-  mutable std::vector<float> sums_;   // [row of the head]
 };
 
 }  // namespace qevict

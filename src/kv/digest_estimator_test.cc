@@ -20,11 +20,12 @@ std::vector<float> Normal(std::mt19937& rng, size_t n, float scale) {
 
 TEST(DigestEstimator, EveryKindGivesEstimateBytesBitForBit) {
   // Several digests of a layer against query rows of every KV head (GQA groups of 3, the rows
-  // in the order the recall shortlist builds them, a KV head left without rows), for every
-  // kind: the prepared estimator's floats are EstimateBytes's, exactly.
+  // in the order the recall shortlist builds them, more rows a KV head than one block sums at
+  // once, a KV head left without rows), for every kind: the prepared estimator's floats are
+  // EstimateBytes's, exactly.
   for (const DigestGeometry g : {DigestGeometry{3, 64, 8}, DigestGeometry{1, 256, 8}}) {
     std::mt19937 rng(17);
-    const int group = 3, n_obs = 2;
+    const int group = 3, n_obs = 4;  // 12 rows a KV head: two blocks of rows
     const int n_heads = g.n_kv_heads * group;
     const auto queries = Normal(rng, static_cast<size_t>(n_obs) * n_heads * g.head_dim, 1.f);
     std::vector<const float*> rows;
