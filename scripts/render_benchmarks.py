@@ -702,7 +702,7 @@ def render_follow_up(rows):
     for r in order:
         f = full.get(r["ctx"])
         cold = r.get("kv_cold_bytes", 0) or 0
-        lines.append("| %d | %s | %s | %s ms | %s | %s | %s | %s |" % (
+        lines.append("| %d | %s | %s | %s ms | %s | %s | %s | %s | %s | %s |" % (
             r["ctx"], r["policy"], "-" if r["budget"] == "none" else r["budget"],
             fmt(1000.0 * r["follow_up_ttft_s"], 0),
             "%.2fx" % (r["follow_up_ttft_s"] / f["follow_up_ttft_s"])
