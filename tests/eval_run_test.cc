@@ -32,7 +32,8 @@ std::vector<json> ReadRows(const std::string& dir) {
 // and the ledger are reproducible.
 json WithoutTimings(json row) {
   for (const char* key : {"prefill_tok_s", "prefill_s", "decode_tok_s", "wall_s"}) row.erase(key);
-  for (const char* key : {"rss_bytes", "peak_rss_bytes", "compaction_moves", "peak_reserved_bytes"}) {
+  for (const char* key : {"rss_bytes", "peak_rss_bytes", "compaction_moves", "peak_reserved_bytes",
+                          "routing_s", "prior_s"}) {
     row["kv"].erase(key);
   }
   return row;
