@@ -186,15 +186,24 @@ elif [ "$PART" = recall-gemma ]; then
   S=${RUN_SUFFIX:-}
   GR=(--budgets 0.05,0.1 --kv-budget-scope global --protocol context-only)
   GQ=(--budgets 0.05,0.1 --kv-budget-scope global)  # the question in the prompt
+  # One bounded-prefill cell (a prefill a row, the policies a user runs that way): TASK,
+  # LABEL:TOKENS, and "" for the context-only protocol or -qip for the question in the prompt.
+  bounded() {
+    local task=$1 len=$2 protocol=$3 size=(--samples 30)
+    [ "$task" = niah ] && size=("${DEPTHS10[@]}")
+    local args=("${GR[@]}")
+    [ "$protocol" = -qip ] && args=("${GQ[@]}")
+    run "recall-gemma-$task-${len%%:*}-bounded$protocol$S" "$GEMMA" --prefill-mode bounded \
+      "${args[@]}" --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks "$task" \
+      --lengths "${len##*:}" "${size[@]}"
+  }
   run "recall-gemma-niah-8k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
     --tasks niah --lengths 8192 "${DEPTHS10[@]}"
   run "recall-gemma-drift-8k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
     --tasks drift --lengths 8192 --samples 30
   run "recall-gemma-niah-16k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
     --tasks niah --lengths 16384 "${DEPTHS10[@]}"
-  run "recall-gemma-niah-8k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
-    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks niah --lengths 8192 \
-    "${DEPTHS10[@]}"
+  bounded niah 8k:8192 ""
   # Drift at 16k (four questions on four parts of one prompt, one session), prompt-end.
   run "recall-gemma-drift-16k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
     --tasks drift --lengths 16384 --samples 30
@@ -203,9 +212,7 @@ elif [ "$PART" = recall-gemma ]; then
   # (about 100 s of fp16 prefill an instance on 2 cores, so over an hour with every policy).
   run "recall-gemma-niah-8k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
     --kv-budget-scope global --policies "$POLICIES" --tasks niah --lengths 8192 "${DEPTHS10[@]}"
-  run "recall-gemma-drift-8k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
-    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks drift --lengths 8192 \
-    --samples 30
+  bounded drift 8k:8192 ""
   run "recall-gemma-niah-32k-ctx$S" "$GEMMA" "${PE[@]}" "${GR[@]}" --policies "$POLICIES" \
     --tasks niah --lengths 32000 "${DEPTHS10[@]}"
   # Not run yet unless the notes of docs/results-recall.md say so (run them with ONLY and
@@ -231,33 +238,21 @@ elif [ "$PART" = recall-gemma ]; then
     --kv-budget-scope global --policies "$POLICIES" --tasks niah --lengths 32000 "${DEPTHS10[@]}"
   run "recall-gemma-drift-32k-qip$S" "$GEMMA" "${PE[@]}" --budgets 0.05,0.1 \
     --kv-budget-scope global --policies "$POLICIES" --tasks drift --lengths 32000 --samples 30
-  run "recall-gemma-niah-16k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
-    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks niah --lengths 16384 \
-    "${DEPTHS10[@]}"
-  run "recall-gemma-drift-16k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
-    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks drift --lengths 16384 \
-    --samples 30
+  bounded niah 16k:16384 ""
+  bounded drift 16k:16384 ""
   # Added in session 12: drift at 16k in bounded prefill (above) took about 40 min a shard of 10
   # on 2 cores beside other work (shard 0 run in session 12); the needles and drift at 32k in
   # bounded prefill, a 32k prefill a row for the three policies, about twice that a shard.
-  run "recall-gemma-niah-32k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
-    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks niah --lengths 32000 \
-    "${DEPTHS10[@]}"
-  run "recall-gemma-drift-32k-bounded$S" "$GEMMA" --prefill-mode bounded "${GR[@]}" \
-    --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks drift --lengths 32000 \
-    --samples 30
+  bounded niah 32k:32000 ""
+  bounded drift 32k:32000 ""
   # Added in session 13: the bounded cells with the question inside the prompt (issue 38 asks
   # for every cell in both protocols), the same policies; not run yet unless the notes of
   # docs/results-recall.md say so. A bounded prefill a row, so the times of the context-only
   # bounded cells above (8k about 50 min a cell, 16k about 40 min a shard of 10, 32k about
   # twice that a shard).
   for len in 8k:8192 16k:16384 32k:32000; do
-    run "recall-gemma-niah-${len%%:*}-bounded-qip$S" "$GEMMA" --prefill-mode bounded "${GQ[@]}" \
-      --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks niah \
-      --lengths "${len##*:}" "${DEPTHS10[@]}"
-    run "recall-gemma-drift-${len%%:*}-bounded-qip$S" "$GEMMA" --prefill-mode bounded "${GQ[@]}" \
-      --policies "${BOUNDED_POLICIES:-qevict,snapkv,qevict-recall}" --tasks drift \
-      --lengths "${len##*:}" --samples 30
+    bounded niah "$len" -qip
+    bounded drift "$len" -qip
   done
 elif [ "$PART" = long ]; then
   TOTAL=4
