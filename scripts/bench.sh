@@ -314,7 +314,7 @@ cat /proc/loadavg >"$WORK/loadavg_end.txt"
 
 # What ran, where.
 python3 - "$WORK/meta.json" <<PY
-import json, os, platform, subprocess, sys, time
+import json, os, platform, re, subprocess, sys, time
 def sh(cmd):
     try:
         return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
@@ -329,7 +329,10 @@ json.dump({
     "cpu_flags": [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))],
     "kernel": platform.release(),
     "mem_total_kib": next((int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0),
-    "qevict_commit": sh("git rev-parse --short HEAD") + (" (uncommitted changes)" if sh("git --no-optional-locks status --porcelain --untracked-files=no") else ""),
+    # The revision the binary says it was built from (qevict --version); for a binary older
+    # than that stamp, the repository's state now, marked as such.
+    "qevict_commit": (re.findall(r"\(([^()]+)\)", sh("'$BIN' --version")) or [""])[-1] or
+        sh("git rev-parse --short HEAD") + (" (uncommitted changes)" if sh("git --no-optional-locks status --porcelain --untracked-files=no") else "") + " (the repository's; the binary does not say)",
     "bin": "$BIN", "model": "$MODEL", "threads": $THREADS, "gen": $GEN, "reps": $REPS,
     "rounds": $ROUNDS, "ctx": "$CTX", "ctx1": "$CTX1", "quiet_idle": $QUIET_IDLE,
     "quiet_wait": $QUIET_WAIT, "quiet_load": $QUIET_LOAD, "kv_ctx": "$KV_CTX", "kv_budgets": "$KV_BUDGETS",

@@ -73,6 +73,11 @@ expect_success() {
 expect_success help "Subcommands:" "$BIN" --help
 expect_success run_help "--kv-policy" "$BIN" run --help
 expect_success version "qevict 0.1.0" "$BIN" --version
+# --version names the commit the binary was built from (cmake/build_revision.cmake), so that eval
+# rows, bench pages and /props say which code made them. In a git checkout, that is HEAD.
+if commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null); then
+  expect_success version_names_the_commit "qevict 0.1.0 ($commit" "$BIN" --version
+fi
 # llama-server's spellings parse on serve: the run fails on the model, after parsing.
 expect_clean_failure serve_llama_flags "cannot open model file" "$BIN" serve -m /nonexistent.gguf \
   --ctx-size 2048 --batch-size 512 -np 2 -ngl 99

@@ -314,6 +314,7 @@ TEST(EvalRunTest, EarlierRowsAreKeptOnlyWhenResumed) {
   o.settings.bounded = false;  // one prefill per instance
   o.settings.prompt_end = true;
   o.grid.samples = 3;
+  o.build = "build-a";
   ASSERT_EQ(RunEval(o), 0);
   const std::vector<json> fresh = ReadRows(scratch);
   ASSERT_EQ(fresh.size(), 3u * 2u);
@@ -339,6 +340,7 @@ TEST(EvalRunTest, EarlierRowsAreKeptOnlyWhenResumed) {
               std::string::npos) << e.what();
   }
   o.resume = true;
+  o.build = "build-b";  // resumed by another binary: each row keeps the build that made it
   ASSERT_EQ(RunEval(o), 0);
   std::vector<std::string> resumed_lines;
   {
@@ -350,10 +352,15 @@ TEST(EvalRunTest, EarlierRowsAreKeptOnlyWhenResumed) {
   EXPECT_EQ(resumed_lines[1], lines[1]);
   const std::vector<json> resumed = ReadRows(dir);
   for (size_t i = 0; i < fresh.size(); ++i) {
-    EXPECT_EQ(WithoutTimings(resumed[i]), WithoutTimings(fresh[i])) << "row " << i;
+    EXPECT_EQ(resumed[i]["build"], i < 2 ? "build-a" : "build-b") << "row " << i;
+    json a = WithoutTimings(resumed[i]), b = WithoutTimings(fresh[i]);
+    a.erase("build");
+    b.erase("build");
+    EXPECT_EQ(a, b) << "row " << i;
   }
   std::ifstream summary_file(dir + "/summary.json");
   const json summary = json::parse(summary_file);
+  EXPECT_EQ(summary["build"], "build-b");
   EXPECT_EQ(summary["resumed_instances"], 1);
   EXPECT_EQ(summary["instances"], 2);
   EXPECT_EQ(summary["rows"], 6);

@@ -16,6 +16,7 @@
 #include "engine/loaded_model.h"
 #include "engine/session.h"
 #include "tokenizer/vocab.h"
+#include "tools/build_revision.h"
 #include "tools/commands.h"
 #include "tools/kv_flags.h"
 #include "tools/kv_stats_summary.h"
@@ -300,9 +301,9 @@ nlohmann::json RowJson(const Row& r, double bandwidth_gbs) {
 double Mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
 void PrintText(const nlohmann::json& j) {
-  std::printf("model: %s (%.1f MiB; %.1f MiB of weights read per decoded token)\n",
+  std::printf("model: %s (%.1f MiB; %.1f MiB of weights read per decoded token); qevict %s\n",
               j["model"].get<std::string>().c_str(), Mib(j["model_bytes"].get<double>()),
-              Mib(j["weight_bytes_per_token"].get<double>()));
+              Mib(j["weight_bytes_per_token"].get<double>()), j["build"].get<std::string>().c_str());
   std::printf(
       "threads %d | simd %s | kv policy %s | prefill batch %d | %d decode steps | best of "
       "%d reps\n",
@@ -373,7 +374,8 @@ int Bench(const BenchFlags& f) {
     ws = MeasureReadBandwidth(pool, static_cast<size_t>(weight_bytes), 10);
   }
 
-  nlohmann::json j = {{"model", f.model},
+  nlohmann::json j = {{"build", BuildRevision()},
+                      {"model", f.model},
                       {"model_bytes", m.model->file().file_size()},
                       {"weight_bytes_per_token", weight_bytes},
                       {"threads", pool.size()},

@@ -7,6 +7,7 @@
 #include "eval/answer_match.h"
 #include "eval/eval_run.h"
 #include "policy/registry.h"
+#include "tools/build_revision.h"
 #include "tools/commands.h"
 #include "tools/kv_flags.h"
 #include "util/error.h"
@@ -116,6 +117,7 @@ int Eval(const EvalFlags& f) {
   o.resume = f.resume;
   o.rescore = f.rescore;
   o.command_line = CommandLine();
+  o.build = BuildRevision();
   o.progress = !f.no_progress;
   o.export_tasks = f.export_tasks;
   return RunEval(o);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "server/server.h"
+#include "tools/build_revision.h"
 #include "tools/commands.h"
 #include "tools/kv_flags.h"
 #include "util/error.h"
@@ -62,6 +63,7 @@ int Serve(ServeFlags& f) {
   signal(SIGPIPE, SIG_IGN);
 
   f.options.kv = f.kv.Resolve();
+  f.options.build_info = BuildRevision();
   server::Server server(f.options);
   SignalStopper stopper(server);
   server.Run();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/build_revision.h"
 #include "tools/commands.h"
 #include "tools/llama_compat.h"
 #include "util/error.h"
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"qevict: long-context LLM decoding with a recoverable quantized KV cache"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "qevict 0.1.0");
+  app.set_version_flag("--version", std::string("qevict 0.1.0 (") + qevict::cli::BuildRevision() + ")");
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   auto add = [&](std::function<int()> (*reg)(CLI::App&)) {
     const size_t before = app.get_subcommands({}).size();

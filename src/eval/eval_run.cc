@@ -126,6 +126,7 @@ int RescoreRun(const EvalOptions& o, const EvalSettings& settings,
   for (const json& row : earlier.rows) lines.push_back(row.dump());
   RewriteRows(rows_path, lines);
   const json rescored = {{"command", o.command_line},
+                         {"build", o.build},
                          {"at", IsoNow()},
                          {"rows", count.rows},
                          {"changed_rows", count.changed_rows},
@@ -329,6 +330,7 @@ int RunEval(const EvalOptions& o) {
       RunInstance(model, pool, settings, task, [&](json row) {
         row["model"] = model_name;
         row["seed"] = o.grid.seed;  // also for task files: the run's --seed
+        if (!o.build.empty()) row["build"] = o.build;
         rows_out << row.dump() << '\n';
         rows_out.flush();
         const bool bounded = row.value("prefill_mode", "") == "bounded";
@@ -349,6 +351,7 @@ int RunEval(const EvalOptions& o) {
   const json stats = SummarizeRows(rows);
   json summary = {{"format", stats["format"]},
                   {"command", o.command_line},
+                  {"build", o.build},
                   {"model", o.model_path},
                   {"started", started},
                   {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},

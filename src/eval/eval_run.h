@@ -36,6 +36,9 @@ struct EvalOptions {
   bool overwrite = false;
   bool resume = false;
   std::string command_line;  // recorded in summary.json
+  // The source revision of the binary (tools/build_revision.h), recorded in every row and in
+  // summary.json: rows resumed across builds keep the build that made each. Empty: not recorded.
+  std::string build;
   bool progress = true;
   // Shard `shard` of `shards`: only that contiguous block of the instances (after skipping those
   // that do not fit), so that a grid can run as several processes whose rows `qevict report`

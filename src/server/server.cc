@@ -104,6 +104,7 @@ struct Server::State {
     const int64_t model_ctx = model.model->config().context_length;
     context.model = &model;
     context.model_id = ModelId(o);
+    context.build_info = o.build_info;
     context.created = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();

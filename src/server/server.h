@@ -38,6 +38,7 @@ struct ServerOptions {
   bool log_requests = true;  // one stderr line per request (docs/server.md); --log-disable
   std::string api_key;  // "" : no authentication
   std::string chat_template;  // --chat-template ("" : the model's)
+  std::string build_info;  // the binary's source revision, reported by /props
 };
 
 class Server {

@@ -16,6 +16,7 @@ namespace qevict::server {
 struct ServerContext {
   const LoadedModel* model = nullptr;
   std::string model_id;            // what /v1/models lists and responses name
+  std::string build_info;          // the binary's source revision (/props)
   int64_t created = 0;             // unix seconds the server started
   RequestDefaults defaults;        // --kv-* flags, context, vocabulary
   int64_t default_max_tokens = 0;  // 0: OpenAI's defaults (chat: rest of context; completions: 16)

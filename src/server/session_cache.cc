@@ -140,6 +140,7 @@ json PropsJson(const ServerContext& ctx) {
   const KvConfig& kv = ctx.defaults.kv;
   const SchedulerSnapshot slots = ctx.scheduler->Snapshot();
   return {{"model", ctx.model_id},
+          {"build_info", ctx.build_info},  // llama.cpp's field: the build that answers
           {"n_ctx", ctx.defaults.context_tokens},
           {"total_slots", slots.slots},
           {"sessions", ctx.sessions != nullptr && ctx.sessions->enabled()},

@@ -568,6 +568,9 @@ def test_web_page_is_served(srv, args):
     names = [p["name"] for p in props["kv"]["policies"]]
     assert "qevict" in names and "full" in names and props["kv"]["default_policy"] == "full"
     assert props["n_ctx"] > 0 and props["total_slots"] == 2 and props["sessions"] is True
+    # The build that answers, as `qevict --version` names it (llama.cpp's build_info field).
+    version = subprocess.run([args.binary, "--version"], capture_output=True, text=True).stdout
+    assert props["build_info"] and "(%s)" % props["build_info"] in version, (props, version)
 
 
 def test_metrics(srv, args):
