@@ -958,24 +958,29 @@ def section_pictures(page, images, out_path):
 
 
 # ----------------------------------------------------------------------------- main
-def regenerate_command(out, images, notes, dirs, wins=MAIN_POLICIES):
+def regenerate_command(out, images, notes, dirs, wins=MAIN_POLICIES, recall_targets=False):
     cmd = ["python3", "scripts/render_results.py", "--out", out, "--images", images]
     if notes != DEFAULT_NOTES:
         cmd += ["--notes", notes]
     if tuple(wins) != MAIN_POLICIES:
         cmd += ["--wins", ",".join(wins)]
+    if recall_targets:
+        cmd += ["--recall-targets"]
     return shlex.join(cmd + dirs)
 
 
-def render(dirs, out_path, images, notes, qevict, wins=MAIN_POLICIES):
+def render(dirs, out_path, images, notes, qevict, wins=MAIN_POLICIES, recall_targets=False):
     runs = [Run(d) for d in dirs]
     if not any(run.rows for run in runs):
         raise SystemExit("render_results: no rows in " + ", ".join(dirs))
     report = pe.run_report(qevict, [run.dir for run in runs], [run.summary for run in runs])
     page = Page(report, runs)
-    md = section_header(regenerate_command(out_path, images, notes, [r.dir for r in runs], wins),
-                        notes)
+    md = section_header(regenerate_command(out_path, images, notes, [r.dir for r in runs], wins,
+                                           recall_targets), notes)
     md += section_runs(page) + section_reading() + section_full(page) + section_goals(page)
+    if recall_targets:
+        import recall_targets as targets  # it imports this module's helpers
+        md += targets.section(page)
     md += section_notes(notes) + section_tables(page) + section_oracle(page) + section_memory(page)
     for policy in wins:
         md += section_wins(page, policy)
@@ -1000,6 +1005,9 @@ def main():
     ap.add_argument("--qevict", default=pe.DEFAULT_QEVICT,
                     help="the qevict binary whose `report` computes the statistics (default "
                          "build/qevict)")
+    ap.add_argument("--recall-targets", action="store_true",
+                    help="add issue 38's targets for qevict-recall, cell by cell "
+                         "(scripts/recall_targets.py)")
     ap.add_argument("--commit-rows", metavar="DEST",
                     help="copy each run's rows (gzipped) and summary.json into DEST/runs/NAME/ "
                          "and render from the copies")
@@ -1008,7 +1016,8 @@ def main():
     try:
         if args.commit_rows:
             dirs = [commit_run(d, args.commit_rows) for d in dirs]
-        render(dirs, args.out, args.images, args.notes, args.qevict, tuple(args.wins.split(",")))
+        render(dirs, args.out, args.images, args.notes, args.qevict, tuple(args.wins.split(",")),
+               args.recall_targets)
     except OSError as e:
         print(f"render_results: {e}", file=sys.stderr)
         return 1

@@ -24,7 +24,8 @@ fi
 if compgen -G "docs/results-recall/runs/*" >/dev/null; then
   "$PY" scripts/render_results.py --qevict "${BIN:-build/qevict}" \
     --out docs/results-recall.md --images docs/results-recall \
-    --notes scripts/results_recall_notes.md --wins qevict-recall,quest docs/results-recall/runs/*
+    --notes scripts/results_recall_notes.md --wins qevict-recall,quest --recall-targets \
+    docs/results-recall/runs/*
 fi
 # README.md's "which policy" table: the best policy of the cells it names, from the pages above
 # (last, so that it reads them as they are now).
