@@ -331,7 +331,14 @@ def run_line(i, run):
             f"{s.get('threads', '?')}; started {s.get('started', '?')}; wall time "
             f"{fmt_duration(pe.num(s.get('wall_s')))}; prompt style {style or 'chat'}; "
             f"{'protocol ' + ', '.join(protocols) + '; ' if protocols else ''}prefill "
-            f"mode{'s' if len(modes) > 1 else ''} {mode_text or '?'}{rescored_text(s)}"]
+            f"mode{'s' if len(modes) > 1 else ''} {mode_text or '?'}{build_text(run)}"
+            f"{rescored_text(s)}"]
+
+
+def build_text(run):
+    """The builds that made a run's rows (`qevict --version`'s revision), where they say."""
+    builds = sorted({r["build"] for r in run.rows if r.get("build")})
+    return f"; built from {', '.join(builds)}" if builds else ""
 
 
 def rescored_text(summary):

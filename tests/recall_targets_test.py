@@ -99,6 +99,11 @@ def main():
         has("- **NOT RUN** gemma-3-270m-q4_k_m: drift @ 32000, bounded", context_only)
         has(f"- **NOT RUN** {MODEL}: niah @ 2048, prompt-end", section.split("### Question", 1)[1])
         has("In all: 33 cells; 30 not run, 1 met, 1 missed, 1 not established.")
+        runs = page.split("## Runs", 1)[1].split("\n## ", 1)[0]
+        has("run `run-v2`", runs)
+        has("; built from abc123def456", runs)  # the run whose rows name their build
+        if runs.count("built from") != 1:
+            failures.append("a run whose rows name no build says it was built from one")
         if "--recall-targets" not in page.split("## Runs", 1)[0]:
             failures.append("the regenerate command lacks --recall-targets")
         if failures:
