@@ -40,9 +40,11 @@ fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 has() { grep -qF -- "$2" "$1" || fail "$(basename "$1") lacks: $2"; }
 lacks() { ! grep -qF -- "$2" "$1" || fail "$(basename "$1") should not have: $2"; }
 
-"$PY" - "$TMP" <<'PYEOF' || { echo "FAIL: could not write the synthetic rows"; exit 1; }
+"$PY" - "$TMP" "$ROOT/tests" <<'PYEOF' || { echo "FAIL: could not write the synthetic rows"; exit 1; }
 import json, os, sys
 tmp = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from synthetic_runs import write_run
 
 def kv(policy, length, budget):
     full_bytes = length * 23040
@@ -112,12 +114,7 @@ for i in range(12):
         rows.append(r)
 
 def write(name, rows, summary):
-    d = os.path.join(tmp, name)
-    os.makedirs(d)
-    with open(os.path.join(d, "rows.jsonl"), "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in rows)
-    with open(os.path.join(d, "summary.json"), "w") as f:
-        json.dump(summary, f)
+    write_run(os.path.join(tmp, name), rows, summary)
 
 summary = {"command": "build/qevict eval -m models/test.gguf --tasks niah,ppl --out run",
            "model": "models/test.gguf", "seed": 1, "threads": 2,

@@ -11,11 +11,12 @@ Cells (SmolLM2's names, context-only protocol, 30 instances unless said):
 - SCBench, the question-in-prompt cells, KL and every Gemma cell: not run (30 of 33).
 Exit 77 (skipped) without the binary or without .venv/bin/python with matplotlib.
 """
-import json
 import os
 import subprocess
 import sys
 import tempfile
+
+from synthetic_runs import write_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.path.join(ROOT, ".venv", "bin", "python")
@@ -45,13 +46,8 @@ def cell(task, length, n, recall_01, recall_005, snapkv_005):
 
 
 def write(tmp, name, rows):
-    d = os.path.join(tmp, name)
-    os.makedirs(d)
-    with open(os.path.join(d, "rows.jsonl"), "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in rows)
-    with open(os.path.join(d, "summary.json"), "w") as f:
-        json.dump({"command": "qevict eval (synthetic)", "model": MODEL + ".gguf", "seed": 1}, f)
-    return d
+    return write_run(os.path.join(tmp, name), rows,
+                     {"command": "qevict eval (synthetic)", "model": MODEL + ".gguf", "seed": 1})
 
 
 def main():
