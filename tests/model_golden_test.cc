@@ -15,6 +15,7 @@
 // Goldens: scripts/gen_golden_logits.py and scripts/gen_golden_logits_hf.py.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -200,6 +201,50 @@ TEST(GoldenLogitsTest, TokenizerMatchesGoldenPromptIds) {
               c["tokens"].get<std::vector<int32_t>>())
         << c["name"];
   }
+}
+
+
+// A prompt's logits, every position, bit for bit the same on 1, 2 and 3 threads: the matrix
+// products split rows, and the per-token work between them (norms, biases, RoPE, the FFN's
+// activation, residual sums) spreads a prompt batch's rows over the pool, each row computed
+// as on one thread. On both reference models (SiLU and GELU, SmolLM2's 30 layers and Gemma 3's
+// sliding-window ones), with a prompt of many batch rows.
+void ExpectSameLogitsOnEveryThreadCount(const TransformerModel& model,
+                                        const std::string& golden_path) {
+  const nlohmann::json golden = testing::ReadJson(golden_path);
+  std::vector<int32_t> tokens;
+  for (const auto& c : golden["cases"]) {
+    const auto t = c["tokens"].get<std::vector<int32_t>>();
+    if (t.size() > tokens.size()) tokens = t;
+  }
+  if (tokens.size() > 600) tokens.resize(600);  // crosses Gemma 3's 512-token window
+  ASSERT_GE(tokens.size(), 64u);
+  std::vector<float> one_thread;
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(threads);
+    ThreadPool pool(threads);
+    SessionOptions so;
+    so.n_ctx = static_cast<int64_t>(tokens.size()) + 1;
+    Session session(model, pool, so, testing::FullCacheFactory());
+    session.BeginRun(static_cast<int64_t>(tokens.size()), 1);
+    const std::vector<float> logits = session.PrefillAllLogits(tokens);
+    if (threads == 1) {
+      one_thread = logits;
+      continue;
+    }
+    ASSERT_EQ(logits.size(), one_thread.size());
+    EXPECT_EQ(std::memcmp(logits.data(), one_thread.data(), logits.size() * sizeof(float)), 0);
+  }
+}
+
+TEST(ThreadCountTest, PromptLogitsAreTheSameOnEveryThreadCount) {
+  QEVICT_REQUIRE_MODEL(m);
+  ExpectSameLogitsOnEveryThreadCount(*m->model, "tests/golden/logits_smollm2.json");
+}
+
+TEST(ThreadCountTest, GemmaPromptLogitsAreTheSameOnEveryThreadCount) {
+  QEVICT_REQUIRE_GEMMA(m);
+  ExpectSameLogitsOnEveryThreadCount(*m->model, "tests/golden/logits_gemma3_270m.json");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "model/transformer_model.h"
 
+#include <algorithm>
+
 #include "kernels/elementwise.h"
 #include "kernels/matmul_exact.h"
 #include "util/error.h"
@@ -92,17 +94,63 @@ void TransformerModel::MulGroup(std::initializer_list<MatMulProduct> products, c
 
 namespace {
 
-void AddBias(float* rows, const float* bias, int n, int64_t dim) {
-  if (bias == nullptr) return;
-  for (int i = 0; i < n; ++i) AddInPlace(rows + i * dim, bias, dim);
+// The per-token work between the matrix products (norms, biases, RoPE, the FFN's activation,
+// residual sums) runs on the pool too when a batch holds a prompt's tokens: on 2 threads it
+// would otherwise leave one core idle for a tenth of a prompt's time. A decode step's single
+// row stays on the calling thread (its few hundred parallel regions would cost more than it).
+constexpr int kParallelRows = 8;     // rows in a batch from which rows are spread
+constexpr int64_t kRowGrain = 4;     // rows a chunk at least
+// Element-wise passes are cut into spans of a multiple of every SIMD width, so each element
+// takes the same path (vector body or scalar tail) as in one pass over the whole array.
+constexpr int64_t kSpan = 4096;
+
+// fn(i) for every row i in [0, n).
+template <class Fn>
+void ForEachRow(ThreadPool& pool, int n, const Fn& fn) {
+  if (n < kParallelRows) {
+    for (int i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  pool.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) fn(static_cast<int>(i));
+  });
 }
 
-// RMSNorm of every head_dim-long head of n rows, in place.
-void NormHeads(float* rows, const float* weight, int n, int heads, int head_dim, float eps) {
-  if (weight == nullptr) return;
-  for (int64_t h = 0; h < int64_t{n} * heads; ++h) {
-    RmsNorm(rows + h * head_dim, weight, head_dim, eps, rows + h * head_dim);
+// fn(begin, count) over [0, total) in spans of kSpan elements (one call when total is small).
+template <class Fn>
+void ForEachSpan(ThreadPool& pool, int64_t total, const Fn& fn) {
+  if (total <= kSpan * kParallelRows) {
+    fn(int64_t{0}, total);
+    return;
   }
+  pool.ParallelFor((total + kSpan - 1) / kSpan, 1, [&](int64_t first, int64_t last) {
+    const int64_t begin = first * kSpan;
+    fn(begin, std::min(total, last * kSpan) - begin);
+  });
+}
+
+void AddBias(float* row, const float* bias, int64_t dim) {
+  if (bias != nullptr) AddInPlace(row, bias, dim);
+}
+
+// RMSNorm of every head_dim-long head of one row, in place.
+void NormHeads(float* row, const float* weight, int heads, int head_dim, float eps) {
+  if (weight == nullptr) return;
+  for (int64_t h = 0; h < heads; ++h) {
+    RmsNorm(row + h * head_dim, weight, head_dim, eps, row + h * head_dim);
+  }
+}
+
+// out[i] = RMSNorm(in[i]) for the n rows of d values (in place when out == in).
+void NormRows(ThreadPool& pool, const float* in, const float* weight, int n, int64_t d,
+              float eps, float* out) {
+  ForEachRow(pool, n, [&](int i) { RmsNorm(in + i * d, weight, d, eps, out + i * d); });
+}
+
+void AddRows(ThreadPool& pool, float* x, const float* y, int64_t total) {
+  ForEachSpan(pool, total, [&](int64_t begin, int64_t count) {
+    AddInPlace(x + begin, y + begin, count);
+  });
 }
 
 }  // namespace
@@ -114,35 +162,39 @@ void TransformerModel::ProjectQkv(const LayerWeights& L, int layer, const int32_
   const int64_t q_dim = static_cast<int64_t>(c.n_heads) * c.head_dim;
   const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
   MulGroup({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xn.data(), n, pool);
-  AddBias(s.q.data(), L.bq, n, q_dim);
-  AddBias(s.k.data(), L.bk, n, kv_dim);
-  AddBias(s.v.data(), L.bv, n, kv_dim);
-  NormHeads(s.q.data(), L.q_norm, n, c.n_heads, c.head_dim, c.rms_eps);
-  NormHeads(s.k.data(), L.k_norm, n, c.n_kv_heads, c.head_dim, c.rms_eps);
   const Rope& rope = c.is_sliding(layer) ? ropes.sliding() : *ropes.global;
-  for (int i = 0; i < n; ++i) rope.Apply(&s.q[i * q_dim], c.n_heads, c.head_dim, pos[i]);
-  if (c.query_prescale != 1.0f) Scale(s.q.data(), n * q_dim, c.query_prescale);
+  ForEachRow(pool, n, [&](int i) {
+    float* q = &s.q[i * q_dim];
+    float* k = &s.k[i * kv_dim];
+    AddBias(q, L.bq, q_dim);
+    AddBias(k, L.bk, kv_dim);
+    AddBias(&s.v[i * kv_dim], L.bv, kv_dim);
+    NormHeads(q, L.q_norm, c.n_heads, c.head_dim, c.rms_eps);
+    NormHeads(k, L.k_norm, c.n_kv_heads, c.head_dim, c.rms_eps);
+    rope.Apply(q, c.n_heads, c.head_dim, pos[i]);
+    if (c.query_prescale != 1.0f) Scale(q, q_dim, c.query_prescale);
+  });
 }
 
 void TransformerModel::FeedForward(const LayerWeights& L, int n, ForwardScratch& s,
                                    ThreadPool& pool) const {
   const ModelConfig& c = config_;
   const int64_t d = c.n_embd;
-  for (int i = 0; i < n; ++i) RmsNorm(&s.x[i * d], L.ffn_norm, d, c.rms_eps, &s.xn[i * d]);
+  NormRows(pool, s.x.data(), L.ffn_norm, n, d, c.rms_eps, s.xn.data());
   MulGroup({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, s.xn.data(), n, pool);
-  const int64_t count = static_cast<int64_t>(n) * c.n_ff;
-  if (c.activation == FfnActivation::kGeluTanh) {
-    GeluTanhMul(s.gate.data(), s.up.data(), count);
-  } else {
-    SiluMul(s.gate.data(), s.up.data(), count);
-  }
+  const bool gelu = c.activation == FfnActivation::kGeluTanh;
+  ForEachSpan(pool, static_cast<int64_t>(n) * c.n_ff, [&](int64_t begin, int64_t count) {
+    if (gelu) {
+      GeluTanhMul(s.gate.data() + begin, s.up.data() + begin, count);
+    } else {
+      SiluMul(s.gate.data() + begin, s.up.data() + begin, count);
+    }
+  });
   Mul(L.w_down, s.gate.data(), n, s.proj.data(), pool);
   if (L.ffn_post_norm != nullptr) {
-    for (int i = 0; i < n; ++i) {
-      RmsNorm(&s.proj[i * d], L.ffn_post_norm, d, c.rms_eps, &s.proj[i * d]);
-    }
+    NormRows(pool, s.proj.data(), L.ffn_post_norm, n, d, c.rms_eps, s.proj.data());
   }
-  AddInPlace(s.x.data(), s.proj.data(), n * d);
+  AddRows(pool, s.x.data(), s.proj.data(), n * d);
 }
 
 void TransformerModel::Forward(const int32_t* tokens, const int32_t* pos, int n, int n_logits,
@@ -156,24 +208,24 @@ void TransformerModel::Forward(const int32_t* tokens, const int32_t* pos, int n,
     if (tokens[i] < 0 || tokens[i] >= c.n_vocab) {
       throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary");
     }
+  }
+  ForEachRow(pool, n, [&](int i) {
     const WeightView& e = weights_.token_embd;
     DequantizeRow(e.type, e.data + static_cast<size_t>(tokens[i]) * e.row_bytes, &s.x[i * d], d);
-  }
-  if (c.embedding_scale != 1.0f) Scale(s.x.data(), n * d, c.embedding_scale);
+    if (c.embedding_scale != 1.0f) Scale(&s.x[i * d], d, c.embedding_scale);
+  });
 
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = weights_.layers[l];
-    for (int i = 0; i < n; ++i) RmsNorm(&s.x[i * d], L.attn_norm, d, c.rms_eps, &s.xn[i * d]);
+    NormRows(pool, s.x.data(), L.attn_norm, n, d, c.rms_eps, s.xn.data());
     ProjectQkv(L, l, pos, n, ropes, s, pool);
     cache.Store(l, n, pos, s.k.data(), s.v.data());
     cache.Attend(l, n, pos, s.q.data(), s.attn.data(), pool);
     Mul(L.wo, s.attn.data(), n, s.proj.data(), pool);
     if (L.attn_post_norm != nullptr) {
-      for (int i = 0; i < n; ++i) {
-        RmsNorm(&s.proj[i * d], L.attn_post_norm, d, c.rms_eps, &s.proj[i * d]);
-      }
+      NormRows(pool, s.proj.data(), L.attn_post_norm, n, d, c.rms_eps, s.proj.data());
     }
-    AddInPlace(s.x.data(), s.proj.data(), n * d);
+    AddRows(pool, s.x.data(), s.proj.data(), n * d);
     FeedForward(L, n, s, pool);
   }
 
