@@ -18,6 +18,7 @@ when the whole interval falls short, **NOT ESTABLISHED** otherwise; "ahead" is t
 verdict (interval and, for 0/1 scores, McNemar).
 """
 import collections
+import re
 
 import render_results as rr
 
@@ -84,9 +85,15 @@ def row_sources(page, key, length):
                     and (r.get("prompt_style") or "chat") + protocol == style
                     and r.get("prefill_mode") == mode and r.get("target_tokens") == length):
                 kept[(r.get("id"), rr.pe.rnd(r.get("budget")))] = (run.name, r.get("build"))
-    runs = collections.Counter(name for name, _ in kept.values())
+    # Shards of one run are named once: "NAME (K shards)".
+    runs = collections.Counter(re.sub(r"-shard-\d+$", "", name) for name, _ in kept.values())
+    shards = collections.defaultdict(set)
+    for name, _ in kept.values():
+        shards[re.sub(r"-shard-\d+$", "", name)].add(name)
     builds = sorted({b for _, b in kept.values() if b})
-    text = ", ".join(f"`{name}` ({n})" for name, n in sorted(runs.items()))
+    text = ", ".join(f"`{name}` ({n} rows" + (f", {len(shards[name])} shards)" if
+                                               len(shards[name]) > 1 else ")")
+                     for name, n in sorted(runs.items()))
     return text + (f"; builds {', '.join(builds)}" if builds else "")
 
 
