@@ -14,7 +14,9 @@
 
 namespace qevict {
 namespace {
-constexpr int kSpinIterations = 1 << 16;  // ~tens of microseconds before sleeping
+// Pauses before sleeping: 1.6-1.8 ms on the AMD EPYC of docs/benchmarks.md (a PAUSE is about
+// 25 ns there; it is 5-40 ns elsewhere), longer than most gaps between a decode step's regions.
+constexpr int kSpinIterations = 1 << 16;
 }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
