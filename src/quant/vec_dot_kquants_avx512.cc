@@ -164,11 +164,11 @@ void Rows(int64_t n, const uint8_t* w, size_t w_stride, int n_rows, const uint8_
 template <Kind kKind>
 void Tile(int64_t n, const uint8_t* w, size_t w_stride, int n_rows, const uint8_t* act, size_t act_stride,
           int n_tok, float* out, int64_t out_stride) {
-  TileInPassesOfFour(act, act_stride, n_tok, out, out_stride,
-                     [&](auto tokens, const uint8_t* a, float* o) {
-                       Rows<kKind, decltype(tokens)::value>(n, w, w_stride, n_rows, a, act_stride, o,
-                                                            out_stride);
-                     });
+  TileInPasses<8>(act, act_stride, n_tok, out, out_stride,
+                  [&](auto tokens, const uint8_t* a, float* o) {
+                    Rows<kKind, decltype(tokens)::value>(n, w, w_stride, n_rows, a, act_stride, o,
+                                                         out_stride);
+                  });
 }
 
 }  // namespace
