@@ -40,6 +40,8 @@ struct Row {
   RowFields f;
   const json* j;
   std::string instance;  // (seed, id): what pairs two policies' rows
+  int source = 0;        // the input (run) it came from
+  bool earlier = false;  // a full-cache row a later run replaced: for pairing only
 };
 
 using Rows = std::vector<const Row*>;
@@ -233,20 +235,53 @@ std::optional<json> Compare(const PairSpec& spec, const std::string& a, const st
 }
 
 // Every pair of policies among the rows of one comparison group, in first-appearance order.
+// A policy is paired with the full cache on the full-cache rows of its own rows' runs (the same
+// process and build made both), where those runs have them, and on the latest full-cache rows
+// otherwise; "full_from_own_run" counts the pairs of the first kind.
 void ComparePolicies(const PairSpec& spec, const Rows& rows, json& out) {
+  using Values = std::map<std::string, double>;  // instance -> value
   std::vector<std::string> policies;
-  std::map<std::string, std::map<std::string, double>> values;  // policy -> instance -> value
+  std::map<std::string, Values> values;                      // the rows that count
+  std::map<std::string, std::map<std::string, int>> source;  // policy -> instance -> input
+  std::map<std::string, std::map<std::pair<int, std::string>, double>> full_by_run;
   for (const Row* r : rows) {
+    const auto v = Number(*r->j, spec.metric.c_str());
+    if (r->f.prefill_mode == "full" && v) full_by_run[r->f.policy][{r->source, r->instance}] = *v;
+    if (r->earlier) continue;
     if (!values.count(r->f.policy)) policies.push_back(r->f.policy);
     auto& of = values[r->f.policy];
-    if (const auto v = Number(*r->j, spec.metric.c_str())) of[r->instance] = *v;
+    if (v) {
+      of[r->instance] = *v;
+      source[r->f.policy][r->instance] = r->source;
+    }
   }
+  // The full cache's values as paired with `policy`'s rows, and how many came from their runs.
+  auto full_for = [&](const std::string& full, const std::string& policy, int64_t& own) {
+    Values paired = values[full];
+    own = 0;
+    for (const auto& [instance, at] : source[policy]) {
+      const auto it = full_by_run[full].find({at, instance});
+      if (it == full_by_run[full].end()) continue;
+      paired[instance] = it->second;
+      ++own;
+    }
+    return paired;
+  };
   for (size_t i = 0; i < policies.size(); ++i) {
     for (size_t k = i + 1; k < policies.size(); ++k) {
-      if (auto c = Compare(spec, policies[i], policies[k], values[policies[i]],
-                           values[policies[k]])) {
-        out.push_back(std::move(*c));
+      const std::string& a = policies[i];
+      const std::string& b = policies[k];
+      const bool a_full = full_by_run.count(a) > 0, b_full = full_by_run.count(b) > 0;
+      int64_t own = 0;
+      std::optional<json> c;
+      if (a_full != b_full) {
+        c = a_full ? Compare(spec, a, b, full_for(a, b, own), values[b])
+                   : Compare(spec, a, b, values[a], full_for(b, a, own));
+        if (c) (*c)["full_from_own_run"] = own;
+      } else {
+        c = Compare(spec, a, b, values[a], values[b]);
       }
+      if (c) out.push_back(std::move(*c));
     }
   }
 }
@@ -316,16 +351,30 @@ std::string PrimaryMetric(const std::string& task, bool has_kl) {
 }
 
 json SummarizeRows(const std::vector<json>& rows) {
+  MergedRows one;
+  one.rows = rows;
+  one.sources.assign(rows.size(), 0);
+  return SummarizeRows(one);
+}
+
+json SummarizeRows(const MergedRows& merged) {
   std::vector<Row> parsed;
-  parsed.reserve(rows.size());
-  for (const json& j : rows) {
+  parsed.reserve(merged.rows.size() + merged.earlier_full.size());
+  auto add = [&](const json& j, int source, bool earlier) {
     RowFields f = ReadRowFields(j);
     std::string instance = f.seed.dump() + '\x1f' + f.id;
-    parsed.push_back({std::move(f), &j, std::move(instance)});
+    parsed.push_back({std::move(f), &j, std::move(instance), source, earlier});
+  };
+  for (size_t i = 0; i < merged.rows.size(); ++i) {
+    add(merged.rows[i], i < merged.sources.size() ? merged.sources[i] : 0, false);
   }
-  Rows all;
-  for (const Row& r : parsed) all.push_back(&r);
-  return {{"format", kSummaryFormat}, {"cells", Cells(all)}, {"comparisons", Comparisons(all)}};
+  for (const MergedRows::Kept& kept : merged.earlier_full) add(kept.row, kept.source, true);
+  Rows current, all;
+  for (const Row& r : parsed) {
+    all.push_back(&r);
+    if (!r.earlier) current.push_back(&r);
+  }
+  return {{"format", kSummaryFormat}, {"cells", Cells(current)}, {"comparisons", Comparisons(all)}};
 }
 
 }  // namespace qevict

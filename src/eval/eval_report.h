@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/eval_rows.h"
+
 namespace qevict {
 
 // Version of the summary's shape: "format" in summary.json.
@@ -19,6 +21,12 @@ inline constexpr int kSummaryFormat = 2;
 // policy, budget and prefill mode; `qevict report` merges repeated rows first). The shape is
 // documented in docs/evaluation.md.
 nlohmann::json SummarizeRows(const std::vector<nlohmann::json>& rows);
+
+// The same for rows of several runs (`qevict report`): the cells of merged.rows, and comparisons
+// in which each policy's rows are paired with the full-cache rows of their own runs (those that
+// later runs replaced included: merged.earlier_full), so that both sides of a pair come from one
+// process and one build; where a run has no full-cache row of an instance, the latest one.
+nlohmann::json SummarizeRows(const MergedRows& merged);
 
 // The task's primary metric: "kl" for ppl rows, "edit_similarity" for longgen, else "accuracy".
 std::string PrimaryMetric(const std::string& task, bool has_kl);

@@ -366,6 +366,61 @@ TEST(EvalSummaryTest, FullJoinsEveryPrefillModeAndFamiliesAreMarked) {
   EXPECT_EQ(prompt_end[1]["length"], 2048);
 }
 
+// Runs A and B hold the same instances; B's full cache answers one more of them (another build
+// can). Each policy is paired with the full-cache rows its own run made; the cells show the
+// latest ones; a run without full-cache rows pairs with the latest.
+TEST(EvalSummaryTest, PoliciesArePairedWithTheFullCacheOfTheirOwnRun) {
+  std::vector<json> run_a, run_b, run_c;
+  for (int i = 0; i < 10; ++i) {
+    const std::string id = std::string("i").append(std::to_string(i));
+    run_a.push_back(Row("full", 1.0, id, i == 0 ? 0.0 : 1.0));
+    run_a.push_back(Row("snapkv", 0.1, id, i == 0 ? 0.0 : 1.0));  // as run A's full cache
+    run_b.push_back(Row("full", 1.0, id, 1.0));
+    run_b.push_back(Row("qevict", 0.1, id, 1.0));
+    run_c.push_back(Row("quest", 0.1, id, 1.0));
+  }
+  MergedRows merged;
+  merged.Add(run_a);
+  merged.Add(run_b);
+  merged.Add(run_c);
+  ASSERT_EQ(merged.earlier_full.size(), 10u);
+  const json s = SummarizeRows(merged);
+  const auto full_cell = Select(s["cells"], [](const json& c) { return c["policy"] == "full"; });
+  ASSERT_EQ(full_cell.size(), 1u);
+  EXPECT_EQ(full_cell[0]["n"], 10);  // run A's replaced rows count in no cell
+  EXPECT_EQ(full_cell[0]["metrics"]["accuracy"]["mean"], 1.0);
+  auto versus_full = [&](const std::string& policy) {
+    const auto found = Select(s["comparisons"], [&](const json& c) {
+      return c["a"] == "full" && c["b"] == policy;
+    });
+    EXPECT_EQ(found.size(), 1u) << policy;
+    return found.empty() ? json() : found[0];
+  };
+  const json snapkv = versus_full("snapkv");
+  EXPECT_EQ(snapkv["n"], 10);
+  EXPECT_EQ(snapkv["diff"], 0.0);  // against run A's full cache, not run B's (+0.1)
+  EXPECT_EQ(snapkv["full_from_own_run"], 10);
+  const json qevict = versus_full("qevict");
+  EXPECT_EQ(qevict["diff"], 0.0);
+  EXPECT_EQ(qevict["full_from_own_run"], 10);
+  const json quest = versus_full("quest");
+  EXPECT_EQ(quest["n"], 10);
+  EXPECT_EQ(quest["diff"], 0.0);  // the latest full-cache rows (run B's)
+  EXPECT_EQ(quest["full_from_own_run"], 0);
+  // Policies are paired with each other as before: their latest rows.
+  const auto qevict_snapkv = Select(s["comparisons"], [](const json& c) {
+    return c["a"] == "snapkv" && c["b"] == "qevict";
+  });
+  ASSERT_EQ(qevict_snapkv.size(), 1u);
+  EXPECT_DOUBLE_EQ(qevict_snapkv[0]["diff"].get<double>(), -0.1);
+  EXPECT_FALSE(qevict_snapkv[0].contains("full_from_own_run"));
+  // One run: every pair is of its own run, as `qevict eval` writes its summary.
+  const json single = SummarizeRows(run_a);
+  const auto own = Select(single["comparisons"], [](const json& c) { return c["a"] == "full"; });
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0]["full_from_own_run"], 10);
+}
+
 TEST(EvalSummaryTest, KlIsComparedLowerIsBetter) {
   std::vector<json> rows;
   for (int i = 0; i < 12; ++i) {

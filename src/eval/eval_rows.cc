@@ -177,14 +177,21 @@ std::vector<json> ReadRowsInput(const std::string& input) {
 }
 
 void MergedRows::Add(std::vector<json> more) {
+  const int source = inputs_++;
   for (json& row : more) {
-    const auto [it, fresh] = index_.emplace(RowKey(ReadRowFields(row)), rows.size());
+    const RowFields f = ReadRowFields(row);
+    const auto [it, fresh] = index_.emplace(RowKey(f), rows.size());
     if (fresh) {
       rows.push_back(std::move(row));
-    } else {
-      rows[it->second] = std::move(row);
-      ++replaced;
+      sources.push_back(source);
+      continue;
     }
+    if (f.prefill_mode == "full" && sources[it->second] != source) {
+      earlier_full.push_back({std::move(rows[it->second]), sources[it->second]});
+    }
+    rows[it->second] = std::move(row);
+    sources[it->second] = source;
+    ++replaced;
   }
 }
 

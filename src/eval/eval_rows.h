@@ -61,13 +61,24 @@ std::vector<nlohmann::json> ReadRowsInput(const std::string& input);
 
 // Rows of several inputs, merged: a later row with the same RowKey replaces the earlier one in
 // its place.
+// Each row remembers the input it came from (`sources[i]` of `rows[i]`: 0, 1, ... in the order
+// of Add), and the full-cache rows a later input replaced are kept apart (`earlier_full`, with
+// their inputs): not counted in any cell, they pair each policy's row with the full-cache row
+// that its own run made (eval_report.h).
 struct MergedRows {
+  struct Kept {
+    nlohmann::json row;
+    int source = 0;
+  };
   std::vector<nlohmann::json> rows;
+  std::vector<int> sources;
+  std::vector<Kept> earlier_full;
   int64_t replaced = 0;
   void Add(std::vector<nlohmann::json> more);
 
  private:
   std::unordered_map<std::string, size_t> index_;  // key -> position in rows
+  int inputs_ = 0;
 };
 
 }  // namespace qevict

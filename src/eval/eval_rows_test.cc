@@ -115,6 +115,20 @@ TEST(EvalRowsTest, LaterRowsReplaceEarlierOnes) {
   EXPECT_NE(RowKey(ReadRowFields(context_only)), RowKey(ReadRowFields(f1)));
 }
 
+TEST(EvalRowsTest, ReplacedFullCacheRowsAreKeptWithTheirRuns) {
+  MergedRows merged;
+  merged.Add({json::parse(Line("full", "a", 0.0)), json::parse(Line("qevict", "a", 1.0))});
+  merged.Add({json::parse(Line("full", "a", 1.0)), json::parse(Line("snapkv", "a", 1.0))});
+  merged.Add({json::parse(Line("qevict", "a", 0.5))});  // a policy's row: replaced, not kept
+  ASSERT_EQ(merged.rows.size(), 3u);
+  EXPECT_EQ(merged.replaced, 2);
+  EXPECT_EQ(merged.sources, (std::vector<int>{1, 2, 1}));  // full (run 1), qevict (2), snapkv (1)
+  ASSERT_EQ(merged.earlier_full.size(), 1u);
+  EXPECT_EQ(merged.earlier_full[0].source, 0);
+  EXPECT_EQ(merged.earlier_full[0].row["accuracy"], 0.0);
+  EXPECT_EQ(merged.rows[0]["accuracy"], 1.0);
+}
+
 TEST(ReportRunTest, MergesInputsAndWritesTheSummary) {
   const std::string dir = RowsDir("report");
   std::string first, second;

@@ -16,7 +16,7 @@ Report BuildReport(const ReportOptions& o) {
   if (o.inputs.empty()) throw Error("report: give at least one rows.jsonl, rows.jsonl.gz or directory");
   MergedRows merged;
   for (const std::string& input : o.inputs) merged.Add(ReadRowsInput(input));
-  const json stats = SummarizeRows(merged.rows);
+  const json stats = SummarizeRows(merged);
   Report report;
   report.summary = {{"format", stats["format"]},
                     {"command", o.command_line},
