@@ -648,26 +648,42 @@ def render_floor(work, rows):
              "the bound below slightly low). So no cache decodes much faster than that at any "
              "context, and its speed-up over the full cache is bounded:" % (
                  floor_ctx, fmt(floor["decode_tps"]), len(floor.get("decode_tps_samples") or [0])), ""]
-    above = False
+    above = bytes_rows = False
     for L in sorted(full):
         f = full[L]
         if L <= floor_ctx or not f.get("decode_tps"):
             continue
         bound = floor["decode_tps"] / f["decode_tps"]
         best = [r for r in order if r["ctx"] == L and r["policy"] != "full" and r.get("decode_tps")]
-        reached = "; ".join("`%s` at %s %s (%s of the way from 1x)" % (
+        reached = "; ".join("`%s` at %s %s (%s of the way from 1x%s)" % (
             r["policy"], r["budget"], ratio_str(r["decode_tps"], f["decode_tps"]),
             pct(100.0 * (r["decode_tps"] / f["decode_tps"] - 1.0) / (bound - 1.0))
-            if bound > 1.0 else "n/a") for r in best)
+            if bound > 1.0 else "n/a", bytes_ratio(f, r)) for r in best)
         lines.append("- at %d tokens: about %.2fx at most (full cache %s tok/s)%s" % (
             L, bound, fmt(f["decode_tps"]), (": " + reached) if reached else ""))
         above = above or any(r["decode_tps"] > floor["decode_tps"] for r in best)
+        bytes_rows = bytes_rows or any(bytes_ratio(f, r) for r in best)
     if above:
         lines += ["", "A row faster than the floor holds fewer tokens than the floor's %d in the "
                   "layers that grow with the context, or differs from it by the run-to-run noise "
                   "of its repetitions (a few percent on this machine): the bound is approximate, "
                   "not a measurement of any row." % floor_ctx]
+    if bytes_rows:
+        lines += ["", "*in bytes*: the full cache's bytes read per decoded token (weights and the "
+                  "KV it holds, as `qevict bench` counts them) over the row's: the speed-up of a "
+                  "decode that only streams memory, whatever the engine. Where a row's speed-up "
+                  "passes it, the full cache reads its KV more slowly a byte than its weights "
+                  "(its attention runs further below the memory bandwidth than the matrix "
+                  "products), and a faster full-cache attention would bring the row's ratio "
+                  "down toward it."]
     return lines + [""]
+
+
+def bytes_ratio(full_row, row):
+    """"; 1.36x in bytes": the full cache's bytes per decoded token over the row's, or ""."""
+    if not full_row.get("bytes_per_token") or not row.get("bytes_per_token"):
+        return ""
+    return "; %.2fx in bytes" % (full_row["bytes_per_token"] / row["bytes_per_token"])
 
 
 def cold_text(r):
