@@ -333,8 +333,9 @@ const std::vector<KvOptionDef>& CacheOptions() {
        .set = &SetField<&KvConfig::recall_candidates>},
       {.key = "recall_prompt",
        .type = T::kInt,
-       .help = "cold tier: cold windows per layer a later prompt (a question) recalls into fp16 "
-               "by its own queries before it attends, held until its end re-plans (0: none)",
+       .help = "cold tier: cold windows per layer a later prompt (a question), or the last chunk "
+               "of a prompt read under the budget, recalls into fp16 by its own queries before "
+               "it attends, held until its end re-plans (0: none)",
        .origin = "*choice* (ours; Quest reads prompts with full attention)",
        .our_choice = true,
        .min = 0,

@@ -175,8 +175,11 @@ void TieredCache::Attend(int layer, int n, const int32_t* pos, const float* q, f
   LayerWindows& l = table_.layer(layer);
   // A later prompt (a question after the document) reads the windows it asks for: recalled
   // before it attends, in this layer (KvConfig::recall_prompt; the prompt's end re-plans them).
-  if (config_.recall_prompt && cold_tier() && !decoding_ && clock_.first_prompt_end_done &&
-      !l.cold.empty() && !for_forks_) {
+  // So does the last batch of a first prompt read in chunks (bounded prefill), whose earlier
+  // chunks sent windows to the cold tier: a question at the end of a long prompt.
+  const bool later_prompt = clock_.first_prompt_end_done || prompt_end_batch_;
+  if (config_.recall_prompt && cold_tier() && !decoding_ && later_prompt && !l.cold.empty() &&
+      !for_forks_) {
     KillOnFault([&] { RecallForPrompt(layer, n, pos, q, pool); });
   }
   if (static_cast<int>(visible_.size()) < n) visible_.resize(n);

@@ -120,6 +120,7 @@ void TieredCache::SetBudget(int64_t prompt_tokens, int64_t max_new_tokens) {
 // A prompt's queries are observed from its first batch on; generated tokens' are not.
 void TieredCache::BeginBatch(BatchKind kind) {
   decoding_ = kind == BatchKind::kGenerated;
+  prompt_end_batch_ = kind == BatchKind::kPromptEnd;
   observation_.set_remembering(observing() && kind != BatchKind::kGenerated);
   if (observation_.remembering() && !observation_.held()) observation_.Hold();
 }

@@ -279,6 +279,7 @@ class TieredCache : public KvCache, private ResidentReader {
   bool for_forks_ = false;    // KeepStatisticsForForks(): score and observe, never route
   bool scores_known_ = true;  // false for a WithWindow() prefix: its window scores are zero
   bool decoding_ = false;     // the current batch is generated tokens (BeginBatch)
+  bool prompt_end_batch_ = false;  // the current batch ends a prompt (BeginBatch)
   std::exception_ptr failed_;  // the fault that killed the cache (ThrowIfFailed)
 
   // Scratch of Attend and of routing steps, reused.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <string>
 
 #include "kv/disk_cold_store.h"
@@ -135,6 +136,69 @@ TEST(ColdTier, AQuestionRecallsTheColdWindowItPointsAtBitExact) {
     ASSERT_NO_THROW(cache.CheckInvariants());
     ASSERT_LE(cache.Stats().resident_bytes(), *cache.budget());
   }
+}
+
+// A long prompt read in chunks (bounded prefill) with the question at its end: the earlier
+// chunks sent the needle to the cold tier, and the last chunk recalls it before it attends, as a
+// later prompt would, so the question's attention output is the full cache's. Without that
+// recall (recall_prompt = 0: the prompt's end routing recalls it only after the question has
+// attended) the output is far from it.
+TEST(ColdTier, TheLastChunkOfABoundedPromptRecallsBeforeItAttends) {
+  double error[2] = {0.0, 0.0};  // [recall_prompt on] the question's output against the full cache
+  for (const bool recall : {true, false}) {
+    SCOPED_TRACE(recall ? "recall_prompt 4" : "recall_prompt 0");
+    Fixture f;
+    f.config.recall_shared = 0;
+    f.config.prefill_chunk = 100;
+    f.config.recall_prompt = recall ? 4 : 0;
+    std::unique_ptr<KvCache> owned;
+    TieredCache& cache = f.Make(owned);
+    FullCache full(f.geo, f.rope);
+    testing::SyntheticModel model(f.geo, 7, 1.0f);
+    ThreadPool pool(2);
+    cache.BeginRun(kPrompt + kQuestion, 8);
+    full.BeginRun(kPrompt + kQuestion, 8);
+    for (int p = 0; p < kPrompt; p += 100) {
+      testing::RunBatch(cache, model, p, 100, BatchKind::kPromptChunk, pool);
+      testing::RunBatch(full, model, p, 100, BatchKind::kPromptChunk, pool);
+    }
+    ASSERT_NO_THROW(cache.CheckInvariants());
+    ASSERT_GT(cache.Stats().cold_windows, 0);
+    ASSERT_EQ(cache.Stats().recalls, 0);
+    // The question's queries point at the first cold window of each layer, as in the test above.
+    const int hd = f.geo.head_dim;
+    std::vector<std::vector<float>> needle_key(f.geo.n_layers);
+    for (int layer = 0; layer < f.geo.n_layers; ++layer) {
+      const int64_t needle = FirstColdWindow(cache, layer);
+      ASSERT_GE(needle, 0);
+      const int32_t pos = static_cast<int32_t>(f.config.sinks + needle * f.config.window);
+      std::vector<float> q(f.geo.n_heads * hd), k(f.geo.n_kv_heads * hd), v(k.size());
+      model.Activations(layer, pos, q.data(), k.data(), v.data());
+      f.rope.Apply(k.data(), f.geo.n_kv_heads, hd, pos);
+      needle_key[layer] = k;
+    }
+    model.query_override = [&](int layer, int32_t pos, float* q) {
+      if (pos < kPrompt) return;
+      const int group = f.geo.n_heads / f.geo.n_kv_heads;
+      for (int h = 0; h < f.geo.n_heads; ++h) {
+        for (int c = 0; c < hd; ++c) q[h * hd + c] = 4.0f * needle_key[layer][(h / group) * hd + c];
+      }
+    };
+    std::vector<float> out, full_out;
+    testing::RunBatch(cache, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool, &out);
+    testing::RunBatch(full, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool, &full_out);
+    ASSERT_NO_THROW(cache.CheckInvariants());
+    EXPECT_LE(cache.Stats().resident_bytes(), *cache.budget());
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      diff += (out[i] - full_out[i]) * (out[i] - full_out[i]);
+      norm += full_out[i] * full_out[i];
+    }
+    error[recall] = std::sqrt(diff / norm);
+    if (recall) EXPECT_GT(cache.Stats().recalls, 0);
+  }
+  EXPECT_LT(error[1], 0.05);
+  EXPECT_GT(error[0], 4.0 * error[1]);
 }
 
 // A later prompt reads every cold window of each layer in turn (recall_rank=scan): while a layer
