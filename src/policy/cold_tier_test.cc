@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "kv/disk_cold_store.h"
@@ -49,6 +50,33 @@ int64_t FirstColdWindow(const TieredCache& cache, int layer) {
   return -1;
 }
 
+// Makes every query from position kPrompt on point at the first cold window of its layer (the
+// needle's first key after RoPE, as the cache holds it, scaled up): that window is what the
+// question asks for. Returns the needle of each layer.
+std::vector<int64_t> AskForTheFirstColdWindows(const Fixture& f, const TieredCache& cache,
+                                               testing::SyntheticModel& model) {
+  const int hd = f.geo.head_dim;
+  std::vector<int64_t> needle(f.geo.n_layers);
+  auto keys = std::make_shared<std::vector<std::vector<float>>>(f.geo.n_layers);
+  for (int layer = 0; layer < f.geo.n_layers; ++layer) {
+    needle[layer] = FirstColdWindow(cache, layer);
+    if (needle[layer] < 0) continue;
+    const int32_t pos = static_cast<int32_t>(f.config.sinks + needle[layer] * f.config.window);
+    std::vector<float> q(f.geo.n_heads * hd), k(f.geo.n_kv_heads * hd), v(k.size());
+    model.Activations(layer, pos, q.data(), k.data(), v.data());
+    f.rope.Apply(k.data(), f.geo.n_kv_heads, hd, pos);
+    (*keys)[layer] = k;
+  }
+  const int group = f.geo.n_heads / f.geo.n_kv_heads, n_heads = f.geo.n_heads;
+  model.query_override = [keys, group, n_heads, hd](int layer, int32_t pos, float* q) {
+    if (pos < kPrompt) return;
+    for (int h = 0; h < n_heads; ++h) {
+      for (int c = 0; c < hd; ++c) q[h * hd + c] = 4.0f * (*keys)[layer][(h / group) * hd + c];
+    }
+  };
+  return needle;
+}
+
 // The document read by a cache under test and by the full cache beside it, routed at its end.
 void ReadDocument(KvCache& cache, FullCache& full, const testing::SyntheticModel& model,
                   ThreadPool& pool, int64_t max_new_tokens) {
@@ -77,27 +105,10 @@ TEST(ColdTier, AQuestionRecallsTheColdWindowItPointsAtBitExact) {
   EXPECT_GT(s.cold_bytes, 0);
   EXPECT_EQ(s.recalls, 0);
 
-  // The question's queries, in every head of every layer, are the needle's first key (after
-  // RoPE, as the cache holds it), scaled up: that window is what it asks for.
-  std::vector<int64_t> needle(f.geo.n_layers);
-  std::vector<std::vector<float>> needle_key(f.geo.n_layers);
+  // The question's queries point at the first cold window of each layer.
+  const std::vector<int64_t> needle = AskForTheFirstColdWindows(f, cache, model);
+  for (int64_t n : needle) ASSERT_GE(n, 0);
   const int hd = f.geo.head_dim;
-  for (int layer = 0; layer < f.geo.n_layers; ++layer) {
-    needle[layer] = FirstColdWindow(cache, layer);
-    ASSERT_GE(needle[layer], 0);
-    const int32_t pos = static_cast<int32_t>(f.config.sinks + needle[layer] * f.config.window);
-    std::vector<float> q(f.geo.n_heads * hd), k(f.geo.n_kv_heads * hd), v(k.size());
-    model.Activations(layer, pos, q.data(), k.data(), v.data());
-    f.rope.Apply(k.data(), f.geo.n_kv_heads, hd, pos);
-    needle_key[layer] = k;
-  }
-  model.query_override = [&](int layer, int32_t pos, float* q) {
-    if (pos < kPrompt) return;
-    const int group = f.geo.n_heads / f.geo.n_kv_heads;
-    for (int h = 0; h < f.geo.n_heads; ++h) {
-      for (int c = 0; c < hd; ++c) q[h * hd + c] = 4.0f * needle_key[layer][(h / group) * hd + c];
-    }
-  };
   cache.ContinueRun(kQuestion, 8);
   full.ContinueRun(kQuestion, 8);
   testing::RunBatch(cache, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool);
@@ -165,25 +176,8 @@ TEST(ColdTier, TheLastChunkOfABoundedPromptRecallsBeforeItAttends) {
     ASSERT_NO_THROW(cache.CheckInvariants());
     ASSERT_GT(cache.Stats().cold_windows, 0);
     ASSERT_EQ(cache.Stats().recalls, 0);
-    // The question's queries point at the first cold window of each layer, as in the test above.
-    const int hd = f.geo.head_dim;
-    std::vector<std::vector<float>> needle_key(f.geo.n_layers);
-    for (int layer = 0; layer < f.geo.n_layers; ++layer) {
-      const int64_t needle = FirstColdWindow(cache, layer);
-      ASSERT_GE(needle, 0);
-      const int32_t pos = static_cast<int32_t>(f.config.sinks + needle * f.config.window);
-      std::vector<float> q(f.geo.n_heads * hd), k(f.geo.n_kv_heads * hd), v(k.size());
-      model.Activations(layer, pos, q.data(), k.data(), v.data());
-      f.rope.Apply(k.data(), f.geo.n_kv_heads, hd, pos);
-      needle_key[layer] = k;
-    }
-    model.query_override = [&](int layer, int32_t pos, float* q) {
-      if (pos < kPrompt) return;
-      const int group = f.geo.n_heads / f.geo.n_kv_heads;
-      for (int h = 0; h < f.geo.n_heads; ++h) {
-        for (int c = 0; c < hd; ++c) q[h * hd + c] = 4.0f * needle_key[layer][(h / group) * hd + c];
-      }
-    };
+    // The question's queries point at the first cold window of each layer.
+    for (int64_t n : AskForTheFirstColdWindows(f, cache, model)) ASSERT_GE(n, 0);
     std::vector<float> out, full_out;
     testing::RunBatch(cache, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool, &out);
     testing::RunBatch(full, model, kPrompt, kQuestion, BatchKind::kPromptEnd, pool, &full_out);
