@@ -5,11 +5,15 @@
     scripts/render_readme_policies.py --write    put it into README.md between its markers
     scripts/render_readme_policies.py --check    exit 1 when README.md's table is not this one
 
-Each use case names one cell family of the "Results" tables of docs/results.md (the question in
-the prompt) or docs/results-recall.md (the context-only protocol: the questions come after the
-document is read and the cache compressed, as in `chat`, server sessions and `--prompt-cache`):
-model, task, context length, protocol, prefill mode, budget; the table recommends the policy with the highest mean there,
-with that cell's mean and 95% interval and the full cache's beside it. docs/results.md is
+Each use case names one cell of the "Results" tables: model, task, context length, protocol (the
+question in the prompt, or context-only: the questions come after the document is read and the
+cache compressed, as in `chat`, server sessions and `--prompt-cache`), prefill mode, budget. The
+cell is looked up on both pages, docs/results.md (the paper's policies and the baselines) and
+docs/results-recall.md (the recall tier beside some of them); where both have it, their policies
+are candidates together only if the pages' full-cache figures for it are the same (the same
+instances: same seed, task and length), and otherwise the script stops. The table recommends
+the policy with the highest mean there, with that cell's mean and 95% interval, the full cache's
+beside it and a link to the page it comes from. docs/results.md is
 rendered from the committed eval rows (scripts/render_results.py), so when the rows change,
 `make results` re-renders it and this script the recommendation (--check is a test). Cells the
 policy could not fit in the budget ("(inf.)"), ablation variants ("name[tag]" or
@@ -36,21 +40,19 @@ QIP, CTX = "question-in-prompt", "context-only"
 MODE_FLAGS = {"prompt-end": " --kv-prefill-chunk 0", "bounded": ""}
 # Gemma 3's cells give budgets of its global layers' cache (its sliding-window rings are fixed).
 MODEL_FLAGS = {SMOL: "", GEMMA: " --kv-budget-scope global"}
-# (use case, page, model, prefill mode, protocol, task, context tokens, budget, what the cell
-# measures)
+# (use case, model, prefill mode, protocol, task, context tokens, budget, what the cell measures)
 USE_CASES = [
-    ("one question about a document, asked with it", "docs/results.md", SMOL, "prompt-end", QIP,
-     "niah", 2048, "0.1", "a fact in 2k tokens, the question in the prompt"),
-    ("a conversation about a document, asked with it", "docs/results.md", SMOL, "prompt-end", QIP,
-     "drift", 2048, "0.2", "three questions about three facts, one session"),
-    ("a document first, then questions (`chat`, server sessions, `--prompt-cache`)",
-     "docs/results-recall.md", SMOL, "prompt-end", CTX, "drift", 2048, "0.1",
+    ("one question about a document, asked with it", SMOL, "prompt-end", QIP, "niah", 2048, "0.1",
+     "a fact in 2k tokens, the question in the prompt"),
+    ("a conversation about a document, asked with it", SMOL, "prompt-end", QIP, "drift", 2048,
+     "0.1", "three questions about three facts, one session"),
+    ("a document first, then questions (`chat`, server sessions, `--prompt-cache`)", SMOL,
+     "prompt-end", CTX, "drift", 2048, "0.1",
      "three questions about three facts, asked after the cache is compressed"),
-    ("the smallest memory, questions after the document", "docs/results-recall.md", SMOL,
-     "prompt-end", CTX, "niah", 2048, "0.05",
-     "a fact in 2k tokens, asked after the cache is compressed"),
+    ("the smallest memory, questions after the document", SMOL, "prompt-end", CTX, "niah", 2048,
+     "0.05", "a fact in 2k tokens, asked after the cache is compressed"),
     ("a long document that does not fit, then questions: the budget holds while it is read too",
-     "docs/results-recall.md", GEMMA, "bounded", CTX, "drift", 16384, "0.05",
+     GEMMA, "bounded", CTX, "drift", 16384, "0.05",
      "four questions about four parts of 16k tokens, asked after they are read under the budget"),
 ]
 PAGES = {"docs/results.md": RESULTS, "docs/results-recall.md": RESULTS_RECALL}
@@ -122,22 +124,31 @@ def fmt(cell):
 def render(pages):
     rows = ["| for | use | measured: accuracy, mean [95% interval] |",
             "|---|---|---|"]
-    for use, page, model, mode, protocol, task, length, budget, what in USE_CASES:
-        table = pages[page].get((model, task, length, protocol, mode))
-        if table is None or table["full"] is None:
-            sys.exit("%s has no %s table of %s @ %d tokens (%s, %s)" % (page, model, task, length,
-                                                                        protocol, mode))
-        best = None
-        for policy, cells in table["cells"].items():
-            cell = cells.get(budget)
-            if not candidate(policy) or cell is None or cell[4]:
-                continue
-            if best is None or cell[0] > best[1][0]:
-                best = (policy, cell)
+    for use, model, mode, protocol, task, length, budget, what in USE_CASES:
+        key = (model, task, length, protocol, mode)
+        found = [(page, tables[key]) for page, tables in pages.items()
+                 if key in tables and tables[key]["full"] is not None]
+        if not found:
+            sys.exit("no page has a %s table of %s @ %d tokens (%s, %s)" % (model, task, length,
+                                                                          protocol, mode))
+        fulls = {table["full"] for _, table in found}
+        if len(fulls) > 1:
+            sys.exit("the pages' %s @ %d tokens (%s, %s) tables have different full-cache figures "
+                     "(%s): not the same instances, so their policies cannot be ranked together"
+                     % (task, length, protocol, mode, " vs ".join(fmt(f) for f in sorted(fulls))))
+        best = None  # (mean, page, policy, cell): the first page wins a tie
+        for page, table in found:
+            for policy, cells in table["cells"].items():
+                cell = cells.get(budget)
+                if not candidate(policy) or cell is None or cell[4]:
+                    continue
+                if best is None or cell[0] > best[0]:
+                    best = (cell[0], page, policy, cell)
         if best is None:
-            sys.exit("%s has no feasible cell of %s @ %d at budget %s" % (page, task, length,
-                                                                          budget))
-        policy, cell = best[0].split(" ")[0], best[1]  # "qevict-recall (global)": the scope is a flag
+            sys.exit("no page has a feasible cell of %s @ %d at budget %s" % (task, length, budget))
+        _, page, policy, cell = best
+        policy = policy.split(" ")[0]  # "qevict-recall (global)": the scope is a flag
+        table = dict(found)[page]
         rows.append("| %s | `--kv-policy %s --kv-budget %s%s%s` | %s, %s @ %d tokens, %s "
                     "(%s): %s; full cache %s ([%s](%s)) |"
                     % (use, policy, budget, MODEL_FLAGS[model], MODE_FLAGS[mode], model, task,
@@ -145,8 +156,10 @@ def render(pages):
     rows.append("| comparing methods | `qevict eval --policies full,...` | every policy at every "
                 "budget beside the full cache: [docs/results.md](docs/results.md), "
                 "[docs/results-recall.md](docs/results-recall.md) |")
-    caption = ("Each row: the policy with the highest mean in the named cell of its page, with "
-               "the flags that cell was measured with. Prompt-end (`--kv-prefill-chunk 0`, the "
+    caption = ("Each row: the policy with the highest mean in the named cell (the same instances "
+               "on both pages), with the flags that cell was measured with. `qevict-recall` keeps "
+               "every window it evicts bit-exact in a cold file on disk (about the fp16 cache's "
+               "size, unlinked as it is created so nothing is left behind; `--kv-cold-dir`, `--kv-cold-disk-limit`). Prompt-end (`--kv-prefill-chunk 0`, the "
                "paper's setting) holds the prompt in fp16 until its end, so the budget bounds "
                "the cache from then on but not while the prompt is read; bounded (the default "
                "512-token chunks) keeps the cache within its budget and one chunk throughout, "
@@ -183,10 +196,10 @@ def main():
     updated = replace_block(readme, table)
     if args.check:
         if updated != readme:
-            print("README.md's which-policy table is not the one docs/results.md gives; run "
+            print("README.md's which-policy table is not the one the results pages give; run "
                   "scripts/render_readme_policies.py --write. It should read:\n" + table)
             return 1
-        print("README.md's which-policy table matches docs/results.md")
+        print("README.md's which-policy table matches the results pages")
         return 0
     with open(README, "w", encoding="utf-8") as f:
         f.write(updated)
