@@ -124,6 +124,26 @@ def combine(statuses):
     return "**MET**" if statuses else "**NOT EVALUATED**"
 
 
+# The fewest discordant pairs, all one way, with which McNemar's exact two-sided test can give
+# p < 0.05 (2 x 0.5^6 = 0.031; 5 give 0.0625).
+MIN_DECIDING_DISCORDANT = 6
+
+
+def discordant_note(other, v):
+    """For a 0/1 comparison the test left undecided: the discordant pairs behind it and, where
+    there are too few for any split to be significant, that this n cannot decide it."""
+    if v.get("mine_only") is None or v.get("p") is None:
+        return ""
+    mine, theirs = v["mine_only"], v["theirs_only"]
+    note = (f" ({mine} only {POLICY} answered, {theirs} only {plain(other)}: McNemar p = "
+            f"{v['p']:.2g}")
+    if mine + theirs < MIN_DECIDING_DISCORDANT:
+        note += (f"; {mine + theirs} discordant pairs cannot reach p < 0.05 whichever way they "
+                 f"fall, which takes {MIN_DECIDING_DISCORDANT} all one way: undecidable at n = "
+                 f"{v['n']}")
+    return note + ")"
+
+
 def ahead_part(comps, lower_is_better=False):
     """(status, text) of qevict-recall ahead of every policy without recall at this budget."""
     statuses, texts = [], []
@@ -133,7 +153,8 @@ def ahead_part(comps, lower_is_better=False):
         word = {"win": "ahead of", "loss": "behind"}.get(v["outcome"], "level with")
         statuses.append({"win": "**MET**", "loss": "**MISSED**"}.get(v["outcome"],
                                                                       "**NOT ESTABLISHED**"))
-        texts.append(f"{word} {plain(other)} {rr.fmt_diff(v['metric'], v['diff'], v['lo'], v['hi'])}")
+        texts.append(f"{word} {plain(other)} {rr.fmt_diff(v['metric'], v['diff'], v['lo'], v['hi'])}"
+                     + (discordant_note(other, v) if v["outcome"] == "none" else ""))
     if not statuses:
         return "**NOT EVALUATED**", "no policy without recall in the cell"
     return combine(statuses), "; ".join(texts)
