@@ -206,7 +206,7 @@ elif [ "$PART" = recall-gemma ]; then
   # 16k and drift at 8k in prompt-end mode (one fp16 prefill forked into every row); needles at
   # 8k again in bounded prefill (512-token chunks under the budget, a prefill per row) for the
   # policies a user runs that way; drift at 16k. About 16, 14, 35, 20 and 35 min on 2 cores.
-  TOTAL=24
+  TOTAL=27
   POLICIES=${RECALL_POLICIES:-qevict,qevict-qa,snapkv,quest,qevict-recall,recall-oracle}
   S=${RUN_SUFFIX:-}
   GR=(--budgets 0.05,0.1 --kv-budget-scope global --protocol context-only)
@@ -278,6 +278,17 @@ elif [ "$PART" = recall-gemma ]; then
   for len in 8k:8192 16k:16384 32k:32000; do
     bounded niah "$len" -qip
     bounded drift "$len" -qip
+  done
+  # Added in session 16: more instances where 30 cannot decide (docs/evaluation.md, "More
+  # instances where 30 cannot decide"). The needles with the question in the prompt,
+  # qevict-recall against qevict-qa at 0.05: 3, 2 and 4 discordant pairs at 8k, 16k and 32k,
+  # too few for any verdict. Samples 3-11 of the same depths (90 more a cell, the first 30
+  # unchanged), the full cache and those two policies, into runs NAME-more; decided before any
+  # ran, judged on all 120 pairs. About 30 min, 70 min and 2.5 h on 2 cores.
+  MORE=(--depths 0.05,0.15,0.25,0.35,0.45,0.55,0.65,0.75,0.85,0.95 --samples 9 --first-sample 3)
+  for len in 8k:8192 16k:16384 32k:32000; do
+    run "recall-gemma-niah-${len%%:*}-qip-more" "$GEMMA" "${PE[@]}" "${GQ[@]}" \
+      --policies qevict-recall,qevict-qa --tasks niah --lengths "${len##*:}" "${MORE[@]}"
   done
 elif [ "$PART" = long ]; then
   TOTAL=4

@@ -23,6 +23,7 @@ struct EvalFlags {
   std::vector<int64_t> lengths = {2048, 4096};
   std::vector<double> depths = {0.1, 0.5, 0.9};
   int samples = 1;
+  int first_sample = 0;
   uint64_t seed = 1;
   std::string shard = "0/1";
   int threads = 0;
@@ -71,6 +72,7 @@ int Eval(const EvalFlags& f) {
   o.grid.lengths = f.lengths;
   o.grid.depths = f.depths;
   o.grid.samples = f.samples;
+  o.grid.first_sample = f.first_sample;
   o.grid.seed = f.seed;
   {  // --shard K/N
     const size_t slash = f.shard.find('/');
@@ -149,6 +151,11 @@ std::function<int()> RegisterEval(CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--samples", flags->samples, "instances per (length, depth)")
+      ->capture_default_str();
+  cmd->add_option("--first-sample", flags->first_sample,
+                  "index of the first sample (ids ...-sK): --samples N --first-sample K runs "
+                  "samples K..K+N-1, more instances of a grid whose first K are run already "
+                  "(each instance is the same whatever the others)")
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "seed of the generated tasks")->capture_default_str();
   cmd->add_option("--shard", flags->shard,

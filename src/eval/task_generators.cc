@@ -121,6 +121,12 @@ void Validate(const TaskGrid& grid, std::vector<const TaskInfo*>& infos) {
     throw Error("--samples must be in [1, " + std::to_string(kMaxSamples) + "], got " +
                 std::to_string(grid.samples));
   }
+  if (grid.first_sample < 0 || grid.first_sample > kMaxSamples - grid.samples) {
+    throw Error("--first-sample must be in [0, " + std::to_string(kMaxSamples - grid.samples) +
+                "] with --samples " + std::to_string(grid.samples) +
+                " (sample indices stay below " + std::to_string(kMaxSamples) + "), got " +
+                std::to_string(grid.first_sample));
+  }
   if (need_lengths && grid.lengths.empty()) {
     throw Error(
         "no context lengths given (needed by the tasks listed): give --lengths, e.g. "
@@ -169,18 +175,19 @@ std::vector<EvalTask> GenerateTasks(const TaskGrid& grid, const TokenCounter& co
     QEVICT_CHECK(ids.insert(instance.id).second);
     out.push_back(info.generate(instance, resources));
   };
+  const int first = grid.first_sample, end = grid.first_sample + grid.samples;
   for (const TaskInfo* info : infos) {
     if (!info->uses_lengths) {
-      for (int s = 0; s < grid.samples; ++s) generate(*info, 0, -1.0, s);
+      for (int s = first; s < end; ++s) generate(*info, 0, -1.0, s);
       continue;
     }
     for (int64_t length : grid.lengths) {
       if (info->uses_depths) {
         for (double depth : grid.depths) {
-          for (int s = 0; s < grid.samples; ++s) generate(*info, length, depth, s);
+          for (int s = first; s < end; ++s) generate(*info, length, depth, s);
         }
       } else {
-        for (int s = 0; s < grid.samples; ++s) generate(*info, length, -1.0, s);
+        for (int s = first; s < end; ++s) generate(*info, length, -1.0, s);
       }
     }
   }

@@ -21,6 +21,9 @@ struct TaskGrid {
   std::vector<int64_t> lengths;    // context lengths in tokens, e.g. {2048, 4096}
   std::vector<double> depths;      // needle depths in [0,1] (tasks with one needle)
   int samples = 1;                 // instances per (length, depth)
+  // The first sample's index: samples first_sample .. first_sample + samples - 1, so a grid can
+  // be given more instances (the ones before unchanged: each instance has its own seed).
+  int first_sample = 0;
   uint64_t seed = 1;
 };
 
@@ -39,7 +42,8 @@ int GeneratedTaskTurns(std::string_view name);
 // ids read "<task>[-L<length>][-d<depth>]-s<sample>", e.g. "niah-L4096-d0.50-s0".
 // Context token counts (by count_tokens) are within a few percent of the length; questions are
 // extra. Throws qevict::Error for an unknown or repeated task, an empty task list, a length
-// outside [256, 1000000], a depth outside [0, 1], samples outside [1, 1000], repeated lengths or
+// outside [256, 1000000], a depth outside [0, 1], samples outside [1, 1000] (first_sample +
+// samples too), repeated lengths or
 // depths, missing lengths/depths that a listed task needs, or unreadable haystack files.
 std::vector<EvalTask> GenerateTasks(const TaskGrid& grid, const TokenCounter& count_tokens);
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -187,6 +188,38 @@ TEST(TaskGeneratorsTest, AddingGridValuesKeepsOtherInstances) {
     }
     EXPECT_TRUE(found) << t.id;
   }
+}
+
+TEST(TaskGeneratorsTest, LaterSamplesAreTheTailOfALargerGrid) {
+  TaskGrid all;  // samples 0..4 of a needle task and a task without depths
+  all.tasks = {"niah", "drift"};
+  all.lengths = {2048};
+  all.depths = {0.25, 0.75};
+  all.samples = 5;
+  TaskGrid later = all;  // samples 2..4: the instances a grid of 2 samples lacks
+  later.samples = 3;
+  later.first_sample = 2;
+  const std::vector<EvalTask> a = GenerateTasks(all, kFake);
+  const std::vector<EvalTask> b = GenerateTasks(later, kFake);
+  ASSERT_EQ(b.size(), 9u);  // 2 depths x 3 niah, 3 drift
+  std::vector<std::string> ids;
+  for (const EvalTask& t : b) {
+    ids.push_back(t.id);
+    const auto same =
+        std::find_if(a.begin(), a.end(), [&](const EvalTask& u) { return u.id == t.id; });
+    ASSERT_NE(same, a.end()) << t.id;
+    EXPECT_EQ(same->context, t.context) << t.id;
+    EXPECT_EQ(same->scored_text, t.scored_text) << t.id;
+    ASSERT_EQ(same->turns.size(), t.turns.size()) << t.id;
+    for (size_t i = 0; i < t.turns.size(); ++i) {
+      EXPECT_EQ(same->turns[i].question, t.turns[i].question) << t.id;
+      EXPECT_EQ(same->turns[i].answers, t.turns[i].answers) << t.id;
+    }
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"niah-L2048-d0.25-s2", "niah-L2048-d0.25-s3",
+                                           "niah-L2048-d0.25-s4", "niah-L2048-d0.75-s2",
+                                           "niah-L2048-d0.75-s3", "niah-L2048-d0.75-s4",
+                                           "drift-L2048-s2", "drift-L2048-s3", "drift-L2048-s4"}));
 }
 
 TEST(TaskGeneratorsTest, IdsCountsAndFields) {
@@ -800,6 +833,16 @@ TEST(TaskGeneratorsTest, InvalidGridsThrowWithMessages) {
   ExpectError(g, "samples must be in [1, 1000], got 0");
   g.samples = 1001;
   ExpectError(g, "got 1001");
+  g = ok;
+  g.first_sample = -1;
+  ExpectError(g, "--first-sample must be in [0, 999] with --samples 1");
+  g.samples = 10;
+  g.first_sample = 991;
+  ExpectError(g,
+              "--first-sample must be in [0, 990] with --samples 10 (sample indices stay below "
+              "1000), got 991");
+  g.first_sample = 990;
+  EXPECT_NO_THROW(GenerateTasks(g, kFake));
 
   TaskGrid longgen_only;  // needs neither lengths nor depths
   longgen_only.tasks = {"longgen"};
