@@ -50,6 +50,34 @@ std::string BudgetScopeLines(const KvStatsContext& c, const KvStats& s) {
          SummaryMiB(s.sliding_bytes);
 }
 
+// How many fp16 windows a layer the budget leaves above the floor: the room the policy has for
+// what it selects or recalls. A budget is a share of the fp16 cache and the floor a fixed
+// number of tokens, so on a short prompt a budget can sit just above it. Models without
+// sliding-window layers only (their fp16 bytes a token and layer follow from the totals); empty
+// where it does not apply.
+std::string FloorRoomLine(const KvStatsContext& c, const KvStats& s) {
+  if (s.sliding_layers > 0 || s.infeasible || s.budget_bytes < 0 || s.floor_bytes < 0 ||
+      s.budget_bytes < s.floor_bytes || s.tokens_seen <= 0 || c.n_layers <= 0 || c.window <= 0) {
+    return "";
+  }
+  const double window_bytes = static_cast<double>(s.full_fp16_bytes) /
+                              static_cast<double>(s.tokens_seen) / c.n_layers * c.window;
+  if (window_bytes <= 0.0) return "";
+  const int64_t room = s.budget_bytes - s.floor_bytes;
+  const double windows = static_cast<double>(room) / c.n_layers / window_bytes;
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "\n  room above the floor: %s, %.1f fp16 windows a layer (%.1f KiB each)",
+                SummaryMiB(room).c_str(), windows, window_bytes / 1024.0);
+  std::string out = buf;
+  if (windows < 1.0) {
+    out +=
+        "\n    less than one a layer: the policy can keep almost nothing beyond the sinks and "
+        "the recent tokens\n    (a short prompt needs a larger --kv-budget than a long one)";
+  }
+  return out;
+}
+
 }  // namespace
 
 KvStatsContext MakeKvStatsContext(const KvFlags& flags, int n_layers) {
@@ -72,6 +100,7 @@ std::string KvStatsSummary(const KvStatsContext& c, const KvStats& s) {
     out += ", budget " + SummaryMiB(s.budget_bytes);
     if (s.floor_bytes >= 0) out += ", floor " + SummaryMiB(s.floor_bytes);
     out += BudgetScopeLines(c, s);
+    out += FloorRoomLine(c, s);
   } else {
     out += ", no budget";
     if (!s.infeasible && !s.note.empty()) out += " of resident bytes (" + s.note + ")";
