@@ -97,8 +97,9 @@ async function loadProps() {
     option.title = p.description;
     select.appendChild(option);
   }
-  // The server's default, unless it is `full` (nothing to see in the strip): then qevict.
-  const preferred = props.kv.default_policy !== "full" ? props.kv.default_policy : "qevict";
+  // The server's default, unless it is `full` (nothing to see in the strip): then what the
+  // README recommends for a document and several questions in little memory, qevict-recall.
+  const preferred = props.kv.default_policy !== "full" ? props.kv.default_policy : "qevict-recall";
   if (props.kv.policies.some((p) => p.name === preferred)) select.value = preferred;
   if (props.kv.default_policy !== "full" && props.kv.default_budget < 1) {
     $("budget").value = props.kv.default_budget;
