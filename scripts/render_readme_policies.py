@@ -136,19 +136,18 @@ def render(pages):
             sys.exit("the pages' %s @ %d tokens (%s, %s) tables have different full-cache figures "
                      "(%s): not the same instances, so their policies cannot be ranked together"
                      % (task, length, protocol, mode, " vs ".join(fmt(f) for f in sorted(fulls))))
-        best = None  # (mean, page, policy, cell): the first page wins a tie
+        best = None  # (mean, page, table, policy, cell): the first page wins a tie
         for page, table in found:
             for policy, cells in table["cells"].items():
                 cell = cells.get(budget)
                 if not candidate(policy) or cell is None or cell[4]:
                     continue
                 if best is None or cell[0] > best[0]:
-                    best = (cell[0], page, policy, cell)
+                    best = (cell[0], page, table, policy, cell)
         if best is None:
             sys.exit("no page has a feasible cell of %s @ %d at budget %s" % (task, length, budget))
-        _, page, policy, cell = best
+        _, page, table, policy, cell = best
         policy = policy.split(" ")[0]  # "qevict-recall (global)": the scope is a flag
-        table = dict(found)[page]
         rows.append("| %s | `--kv-policy %s --kv-budget %s%s%s` | %s, %s @ %d tokens, %s "
                     "(%s): %s; full cache %s ([%s](%s)) |"
                     % (use, policy, budget, MODEL_FLAGS[model], MODE_FLAGS[mode], model, task,
